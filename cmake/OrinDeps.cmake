@@ -1,0 +1,30 @@
+# Finds the Debian libraries orin uses by header and library name, so that a
+# prefix made with `dpkg -x` (scripts/fetch-deps.sh, for machines without the
+# -dev packages) works through CMAKE_PREFIX_PATH as well as /usr does.
+#
+# orin_find_dep(<target> HEADER <h> [PATH_SUFFIXES ...] LIBS <names...>)
+# defines an IMPORTED target orin::<target>.
+function(orin_find_dep target)
+  cmake_parse_arguments(D "" "HEADER" "PATH_SUFFIXES;LIBS" ${ARGN})
+  find_path(${target}_INCLUDE_DIR ${D_HEADER} PATH_SUFFIXES ${D_PATH_SUFFIXES})
+  find_library(${target}_LIBRARY NAMES ${D_LIBS})
+  if(NOT ${target}_INCLUDE_DIR OR NOT ${target}_LIBRARY)
+    message(FATAL_ERROR "orin: ${target} not found (header ${D_HEADER}, library ${D_LIBS}). "
+                        "Install it: see scripts/install-deps.sh")
+  endif()
+  add_library(orin::${target} UNKNOWN IMPORTED GLOBAL)
+  set_target_properties(orin::${target} PROPERTIES
+    IMPORTED_LOCATION ${${target}_LIBRARY}
+    INTERFACE_INCLUDE_DIRECTORIES ${${target}_INCLUDE_DIR})
+  message(STATUS "orin: ${target}: ${${target}_LIBRARY}")
+endfunction()
+
+orin_find_dep(inih     HEADER ini.h                   LIBS inih)
+orin_find_dep(cjson    HEADER cjson/cJSON.h           LIBS cjson)
+orin_find_dep(pcre2    HEADER pcre2.h                 LIBS pcre2-8)
+orin_find_dep(utf8proc HEADER utf8proc.h              LIBS utf8proc)
+orin_find_dep(openblas HEADER cblas.h
+              PATH_SUFFIXES x86_64-linux-gnu/openblas-pthread aarch64-linux-gnu/openblas-pthread openblas
+              LIBS openblas)
+
+find_package(Threads REQUIRED)

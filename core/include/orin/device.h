@@ -1,0 +1,55 @@
+/* Devices: where tensors live and ops run.
+ *
+ * A small vtable in the style of sqlite3_vfs: `ops` is a versioned struct of function
+ * pointers; members are only ever appended. The host device is built into the core;
+ * a CUDA device is compiled in where the CUDA toolkit is found. All functions return
+ * 0 on success and -1 on failure (with orin_error_set() called). */
+#ifndef ORIN_DEVICE_H
+#define ORIN_DEVICE_H
+
+#include "orin/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct orin_device orin_device;
+
+typedef struct orin_device_ops {
+    int version; /* 1 */
+    void *(*alloc)(orin_device *dev, size_t bytes);       /* NULL on failure */
+    void (*free)(orin_device *dev, void *ptr);
+    int (*copy_h2d)(orin_device *dev, void *dst, const void *src, size_t bytes);
+    int (*copy_d2h)(orin_device *dev, void *dst, const void *src, size_t bytes);
+    int (*copy_d2d)(orin_device *dev, void *dst, const void *src, size_t bytes);
+    int (*memset)(orin_device *dev, void *dst, int value, size_t bytes);
+    int (*synchronize)(orin_device *dev);
+    void (*destroy)(orin_device *dev);
+} orin_device_ops;
+
+struct orin_device {
+    const orin_device_ops *ops;
+    orin_device_kind kind;
+    int index;          /* ordinal among devices of this kind */
+    char name[64];      /* "cpu", "cuda:0 (NVIDIA H100 80GB HBM3)" */
+    void *stream;       /* the stream ops run on (cudaStream_t on CUDA; NULL on the host) */
+    int threads;        /* host threads ops may use (runtime.threads); 0 = all cores */
+    double mem_bandwidth_gbs; /* peak memory bandwidth for roofline figures, 0 if unknown */
+    void *impl;         /* device-private state */
+};
+
+/* The host device (a process-wide singleton; never destroyed). */
+orin_device *orin_device_cpu(void);
+
+/* Opens a device by name: "cpu", "cuda", "auto" (cuda when a GPU is present, else cpu).
+ * Returns NULL with orin_error_set() when the device cannot be opened. */
+orin_device *orin_device_open(const char *name);
+void orin_device_close(orin_device *dev);
+
+/* True when this build has CUDA support and a GPU is visible. */
+bool orin_cuda_available(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

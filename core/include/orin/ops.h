@@ -1,0 +1,135 @@
+/* The ops: their names and call structs.
+ *
+ * This is the contract between models and plugins. A model fills a call struct
+ * and hands it to the `run` of the implementation the registry bound; a plugin
+ * reads it. Every tensor lives on the exec device. Float tensors have the
+ * implementation's dtype (the compute dtype) unless said otherwise; ids and
+ * positions are i32.
+ *
+ * Positions are always read from device memory (`positions`, one per token), never
+ * passed by value, so that a captured CUDA graph can be replayed at every decode
+ * step after the host writes the next position into that buffer. Where a kernel
+ * needs a host-side bound to size its launch it gets `max_kv_len`: an upper bound
+ * on positions[last] + 1 (the exact value when eager, the cache capacity when the
+ * call is captured into a graph).
+ *
+ * Shapes: n = tokens in the call, d = hidden size, H = query heads, Hkv = kv heads,
+ * hd = head dim, V = vocab. Contiguous row-major unless a stride says otherwise. */
+#ifndef ORIN_OPS_H
+#define ORIN_OPS_H
+
+#include "orin/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ORIN_OP_EMBEDDING          "embedding"
+#define ORIN_OP_RMSNORM            "rmsnorm"
+#define ORIN_OP_ROPE               "rope"
+#define ORIN_OP_MATMUL             "matmul"
+#define ORIN_OP_SWIGLU             "swiglu"
+#define ORIN_OP_ADD                "add"
+#define ORIN_OP_ARGMAX             "argmax"
+#define ORIN_OP_KV_WRITE           "kv_write"
+#define ORIN_OP_ATTENTION_PREFILL  "attention.prefill"
+#define ORIN_OP_ATTENTION_DECODE   "attention.decode"
+
+/* out[i, :] = table[ids[i], :]      table [V, d], ids i32 [n], out [n, d] */
+typedef struct orin_embedding_args {
+    orin_tensor table;
+    orin_tensor ids;
+    orin_tensor out;
+} orin_embedding_args;
+
+/* out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * weight
+ * x, out [rows, dim] (out may alias x), weight [dim]. Qwen3's q/k norms are this
+ * op over rows = n * heads, dim = hd. Accumulates in f32 whatever the dtype. */
+typedef struct orin_rmsnorm_args {
+    orin_tensor x;
+    orin_tensor weight;
+    orin_tensor out;
+    float eps;
+} orin_rmsnorm_args;
+
+/* Rotary embedding in place, Hugging Face's rotate-half layout: for pair
+ * (j, j + hd/2), j < hd/2, angle = positions[i] * theta^(-2j/hd):
+ *   x1' = x1 cos - x2 sin,  x2' = x2 cos + x1 sin.
+ * x [n, heads, hd], positions i32 [n]. */
+typedef struct orin_rope_args {
+    orin_tensor x;
+    orin_tensor positions;
+    float theta;
+} orin_rope_args;
+
+/* y = x . w^T (+ bias)      x [n, in], w [out, in] (Hugging Face layout),
+ * bias [out] or bias.data == NULL, y [n, out]. */
+typedef struct orin_matmul_args {
+    orin_tensor x;
+    orin_tensor w;
+    orin_tensor bias;
+    orin_tensor y;
+} orin_matmul_args;
+
+/* out = silu(gate) * up, all [n, f]; out may alias gate or up. */
+typedef struct orin_swiglu_args {
+    orin_tensor gate;
+    orin_tensor up;
+    orin_tensor out;
+} orin_swiglu_args;
+
+/* out = a + b, same shape; out may alias a or b. */
+typedef struct orin_add_args {
+    orin_tensor a;
+    orin_tensor b;
+    orin_tensor out;
+} orin_add_args;
+
+/* out[i] = argmax_j x[i, j] (lowest j on ties)      x [n, V], out i32 [n]. */
+typedef struct orin_argmax_args {
+    orin_tensor x;
+    orin_tensor out;
+} orin_argmax_args;
+
+/* One layer's KV cache as attention sees it: element (pos, head, i) of K is at
+ * k[pos * pos_stride + head * head_stride + i], the same for V. Today the layout
+ * is [capacity, Hkv, hd]; the strides are here so that other layouts need no new
+ * call structs. */
+typedef struct orin_kv_view {
+    void *k;
+    void *v;
+    orin_dtype dtype;
+    int32_t n_kv_heads;
+    int32_t head_dim;
+    int64_t pos_stride;   /* elements */
+    int64_t head_stride;  /* elements */
+    int32_t capacity;     /* positions the cache holds */
+} orin_kv_view;
+
+/* cache[positions[i]] = k[i], v[i]      k, v [n, Hkv, hd]. */
+typedef struct orin_kv_write_args {
+    orin_tensor k;
+    orin_tensor v;
+    orin_tensor positions;
+    orin_kv_view cache;
+} orin_kv_write_args;
+
+/* Causal attention over the cache, with grouped-query heads (query head h reads
+ * kv head h / (H / Hkv)). Query row i attends cache positions 0..positions[i]
+ * inclusive, which the caller has already written (kv_write runs first).
+ *   q [n, H, hd], out [n, H, hd], positions i32 [n].
+ * attention.prefill: any n. attention.decode: n == 1, graph-safe where the
+ * implementation says so (ORIN_OP_GRAPH_SAFE). */
+typedef struct orin_attention_args {
+    orin_tensor q;
+    orin_tensor out;
+    orin_tensor positions;
+    orin_kv_view cache;
+    float scale;          /* usually 1/sqrt(hd) */
+    int32_t max_kv_len;   /* see the top of this file */
+} orin_attention_args;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

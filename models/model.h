@@ -1,0 +1,40 @@
+/* A loaded model: weights on the device, the bound ops, the KV cache, and the
+ * forward passes over them. Qwen2 and Qwen3 share one decoder block (qwen.c). */
+#ifndef ORIN_MODEL_H
+#define ORIN_MODEL_H
+
+#include "orin/device.h"
+#include "orin/registry.h"
+#include "orin/model_config.h"
+
+typedef struct orin_model orin_model;
+
+typedef struct orin_model_options {
+    const char *path;             /* Hugging Face model folder */
+    orin_dtype dtype;             /* compute dtype: weights are converted to it at load */
+    orin_device *device;
+    const orin_registry *registry;
+    const char *attention;        /* provider for attention.* ("mha", "fa1", "fa2", ...) */
+    bool strict;                  /* a fallback binding is an error */
+    int32_t max_context;          /* KV cache capacity; 0 = max_position_embeddings */
+    int32_t prefill_chunk;        /* tokens per prefill pass */
+    bool progress;                /* show loading progress (on a terminal) */
+} orin_model_options;
+
+int orin_model_load(const orin_model_options *opt, orin_model **out);
+void orin_model_free(orin_model *m);
+
+const orin_model_config *orin_model_get_config(const orin_model *m);
+int32_t orin_model_context(const orin_model *m);  /* KV cache capacity in tokens */
+
+/* Runs ids[0..n) at positions start_pos..start_pos+n-1 through the prefill path,
+ * filling the KV cache. `logits` (may be NULL) receives f32 logits: [n, V] when
+ * all_logits, else the last row [V]. Fails before any work when the tokens do
+ * not fit the cache. */
+int orin_model_prefill(orin_model *m, const int32_t *ids, int32_t n, int32_t start_pos,
+                       float *logits, bool all_logits);
+
+/* One token at position pos through the decode path; logits [V] (may be NULL). */
+int orin_model_decode(orin_model *m, int32_t id, int32_t pos, float *logits);
+
+#endif

@@ -1,0 +1,1 @@
+/* model runner: to come */ typedef int orin_placeholder_;

@@ -1,0 +1,1 @@
+/* CPU implementations: to come. */ typedef int orin_placeholder_;
