@@ -1,1 +1,654 @@
-/* model runner: to come */ typedef int orin_placeholder_;
+/* Qwen2 / Qwen2.5 / Qwen3 decoder-only models.
+ *
+ * The two architectures share one decoder block; they differ only in what
+ * config.json says:
+ *   Qwen2: q/k/v projections carry biases (attention_bias), head_dim = hidden / heads.
+ *   Qwen3: RMSNorm over each head of q and k before RoPE (qk_norm), optional biases
+ *          on q/k/v/o, head_dim decoupled from hidden / heads.
+ *
+ * Per layer, over n tokens (x is the residual stream [n, d]):
+ *   h = rmsnorm(x);  q, k, v = h.Wq(+b), h.Wk(+b), h.Wv(+b)
+ *   [Qwen3] q, k = rmsnorm per head
+ *   rope(q), rope(k);  kv_write(k, v);  a = attention(q, cache)
+ *   x += a.Wo;  h = rmsnorm(x);  x += (silu(h.Wg) * h.Wu).Wd
+ * then logits = rmsnorm(x).Wlm.
+ *
+ * The model names no plugin: each op is bound through the registry for the
+ * model's device and dtype, attention from the provider the user chose. */
+#include "model.h"
+
+#include "orin/error.h"
+#include "orin/graph.h"
+#include "orin/kv_cache.h"
+#include "orin/ops.h"
+#include "orin/safetensors.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct qwen_layer {
+    orin_tensor attn_norm, q_w, q_b, k_w, k_b, v_w, v_b, o_w, o_b, q_norm, k_norm;
+    orin_tensor mlp_norm, gate_w, up_w, down_w;
+} qwen_layer;
+
+/* The ops the model runs, bound once at load. */
+typedef struct qwen_ops {
+    const orin_op_impl *embedding, *rmsnorm, *rope, *matmul, *swiglu, *add, *kv_write;
+    const orin_op_impl *attn_prefill, *attn_decode;
+} qwen_ops;
+
+/* Device activation buffers, sized for `rows` tokens (one prefill chunk). */
+typedef struct qwen_buffers {
+    int32_t rows;
+    orin_tensor ids, pos;                 /* i32 [rows] */
+    orin_tensor x, h, o;                  /* [rows, d] */
+    orin_tensor q, attn;                  /* [rows, H*hd] */
+    orin_tensor k, v;                     /* [rows, Hkv*hd] */
+    orin_tensor gate, up;                 /* [rows, F] */
+    orin_tensor logits;                   /* [rows, V] */
+} qwen_buffers;
+
+struct orin_model {
+    orin_model_config cfg;
+    orin_device *dev;
+    orin_dtype dtype;
+    int32_t context;
+
+    orin_tensor embed, final_norm, lm_head;
+    qwen_layer *layers;
+    void **allocs;                        /* every device buffer we own */
+    size_t n_allocs, cap_allocs;
+
+    qwen_ops op;
+    qwen_buffers buf;
+    orin_kv_cache *kv;
+
+    orin_graph *prefill;                  /* rebuilt per chunk */
+    orin_graph *decode;                   /* built once, run every step */
+    void *workspace;
+    size_t workspace_size;
+    void *staging;                        /* host buffer for non-f32 logits */
+};
+
+/* ---- device memory ---------------------------------------------------------- */
+
+static void *model_alloc(orin_model *m, size_t bytes, const char *what)
+{
+    if (m->n_allocs == m->cap_allocs) {
+        size_t cap = m->cap_allocs ? m->cap_allocs * 2 : 256;
+        void **a = realloc(m->allocs, cap * sizeof *a);
+        if (!a) {
+            orin_error_set("out of memory");
+            return NULL;
+        }
+        m->allocs = a;
+        m->cap_allocs = cap;
+    }
+    void *p = m->dev->ops->alloc(m->dev, bytes ? bytes : 1);
+    if (!p) {
+        orin_error_set("%s: cannot allocate %.1f MiB on %s", what, (double)bytes / 1048576.0,
+                       m->dev->name);
+        return NULL;
+    }
+    m->allocs[m->n_allocs++] = p;
+    return p;
+}
+
+static int alloc_tensor(orin_model *m, orin_tensor *t, orin_dtype dt, int ndim,
+                        const int64_t *dims, const char *what)
+{
+    *t = orin_tensor_make(NULL, dt, m->dev->kind, ndim, dims);
+    t->data = model_alloc(m, orin_tensor_nbytes(t), what);
+    return t->data ? 0 : -1;
+}
+
+/* ---- weights ------------------------------------------------------------------ */
+
+static const char *shape_str(char *buf, size_t cap, int ndim, const int64_t *dims)
+{
+    size_t off = (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < ndim && off < cap; i++)
+        off += (size_t)snprintf(buf + off, cap - off, "%s%lld", i ? ", " : "", (long long)dims[i]);
+    if (off < cap)
+        snprintf(buf + off, cap - off, "]");
+    return buf;
+}
+
+/* Uploads `src` converted to the compute dtype into a new device tensor. */
+static int upload_converted(orin_model *m, const orin_st_tensor *src, orin_tensor *out)
+{
+    if (alloc_tensor(m, out, m->dtype, src->ndim, src->shape, src->name) != 0)
+        return -1;
+    size_t n = (size_t)orin_tensor_numel(out);
+    size_t bytes = orin_tensor_nbytes(out);
+    if (m->dev->kind == ORIN_DEVICE_CPU)
+        return orin_convert(out->data, m->dtype, src->data, src->dtype, n) == 0
+                   ? 0
+                   : orin_error_set("%s: cannot convert %s to %s", src->name, src->dtype_name,
+                                    orin_dtype_name(m->dtype));
+    void *host = malloc(bytes);
+    if (!host)
+        return orin_error_set("%s: out of memory converting", src->name);
+    int rc = orin_convert(host, m->dtype, src->data, src->dtype, n);
+    if (rc == 0)
+        rc = m->dev->ops->copy_h2d(m->dev, out->data, host, bytes);
+    free(host);
+    return rc == 0 ? 0 : orin_error_prefix("%s: ", src->name);
+}
+
+/* Finds `name`, checks its shape against what config.json implies and its
+ * dtype, then uploads it. */
+static int load_weight(orin_model *m, const orin_st_archive *ar, const char *model_dir,
+                       const char *name, int ndim, const int64_t *dims, orin_tensor *out)
+{
+    const orin_st_tensor *st = orin_st_find(ar, name);
+    if (!st)
+        return orin_error_set("%s: missing tensor '%s'", model_dir, name);
+    char have[96], want[96];
+    bool same = st->ndim == ndim;
+    for (int i = 0; same && i < ndim; i++)
+        same = st->shape[i] == dims[i];
+    if (!same)
+        return orin_error_set("%s: tensor '%s' has shape %s, config.json implies %s", st->file,
+                              name, shape_str(have, sizeof have, st->ndim, st->shape),
+                              shape_str(want, sizeof want, ndim, dims));
+    if (!st->dtype_known ||
+        (st->dtype != ORIN_F32 && st->dtype != ORIN_F16 && st->dtype != ORIN_BF16))
+        return orin_error_set("%s: tensor '%s' has dtype %s; expected F32, F16 or BF16", st->file,
+                              name, st->dtype_name);
+    return upload_converted(m, st, out);
+}
+
+static int load_layer(orin_model *m, const orin_st_archive *ar, const char *dir, int32_t i,
+                      qwen_layer *L)
+{
+    const orin_model_config *c = &m->cfg;
+    const int64_t d = c->hidden_size, f = c->intermediate_size, hd = c->head_dim;
+    const int64_t qd = (int64_t)c->num_attention_heads * hd;
+    const int64_t kvd = (int64_t)c->num_key_value_heads * hd;
+    const bool qkv_bias = c->attention_bias;
+    /* Qwen2 never biases o_proj; Qwen3 biases all four when attention_bias. */
+    const bool o_bias = c->attention_bias && c->arch == ORIN_ARCH_QWEN3;
+
+    struct {
+        const char *suffix;
+        orin_tensor *dst;
+        int ndim;
+        int64_t dims[2];
+        bool present;
+    } table[] = {
+        {"input_layernorm.weight", &L->attn_norm, 1, {d}, true},
+        {"self_attn.q_proj.weight", &L->q_w, 2, {qd, d}, true},
+        {"self_attn.q_proj.bias", &L->q_b, 1, {qd}, qkv_bias},
+        {"self_attn.k_proj.weight", &L->k_w, 2, {kvd, d}, true},
+        {"self_attn.k_proj.bias", &L->k_b, 1, {kvd}, qkv_bias},
+        {"self_attn.v_proj.weight", &L->v_w, 2, {kvd, d}, true},
+        {"self_attn.v_proj.bias", &L->v_b, 1, {kvd}, qkv_bias},
+        {"self_attn.o_proj.weight", &L->o_w, 2, {d, qd}, true},
+        {"self_attn.o_proj.bias", &L->o_b, 1, {d}, o_bias},
+        {"self_attn.q_norm.weight", &L->q_norm, 1, {hd}, c->qk_norm},
+        {"self_attn.k_norm.weight", &L->k_norm, 1, {hd}, c->qk_norm},
+        {"post_attention_layernorm.weight", &L->mlp_norm, 1, {d}, true},
+        {"mlp.gate_proj.weight", &L->gate_w, 2, {f, d}, true},
+        {"mlp.up_proj.weight", &L->up_w, 2, {f, d}, true},
+        {"mlp.down_proj.weight", &L->down_w, 2, {d, f}, true},
+    };
+    for (size_t t = 0; t < sizeof table / sizeof table[0]; t++) {
+        memset(table[t].dst, 0, sizeof *table[t].dst); /* absent: data NULL */
+        if (!table[t].present)
+            continue;
+        char name[160];
+        snprintf(name, sizeof name, "model.layers.%d.%s", i, table[t].suffix);
+        if (load_weight(m, ar, dir, name, table[t].ndim, table[t].dims, table[t].dst) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static void show_progress(bool on, int32_t done, int32_t total)
+{
+    if (!on)
+        return;
+    fprintf(stderr, "\rorin: loading weights: layer %d/%d", done, total);
+    if (done == total)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+static int load_weights(orin_model *m, const char *dir, bool progress)
+{
+    orin_st_archive *ar = NULL;
+    if (orin_st_open_dir(dir, &ar) != 0)
+        return -1;
+    const orin_model_config *c = &m->cfg;
+    const int64_t vd[2] = {c->vocab_size, c->hidden_size};
+    const int64_t nd[1] = {c->hidden_size};
+    int rc = load_weight(m, ar, dir, "model.embed_tokens.weight", 2, vd, &m->embed);
+    if (rc == 0)
+        rc = load_weight(m, ar, dir, "model.norm.weight", 1, nd, &m->final_norm);
+    if (rc == 0) {
+        if (c->tie_word_embeddings)
+            m->lm_head = m->embed;
+        else
+            rc = load_weight(m, ar, dir, "lm_head.weight", 2, vd, &m->lm_head);
+    }
+    for (int32_t i = 0; rc == 0 && i < c->num_hidden_layers; i++) {
+        rc = load_layer(m, ar, dir, i, &m->layers[i]);
+        show_progress(progress && rc == 0, i + 1, c->num_hidden_layers);
+    }
+    orin_st_close(ar);
+    return rc;
+}
+
+/* ---- ops and buffers ---------------------------------------------------------- */
+
+static int bind_ops(orin_model *m, const orin_model_options *opt)
+{
+    struct {
+        const char *op;
+        const orin_op_impl **dst;
+        const char *provider;
+    } table[] = {
+        {ORIN_OP_EMBEDDING, &m->op.embedding, NULL},
+        {ORIN_OP_RMSNORM, &m->op.rmsnorm, NULL},
+        {ORIN_OP_ROPE, &m->op.rope, NULL},
+        {ORIN_OP_MATMUL, &m->op.matmul, NULL},
+        {ORIN_OP_SWIGLU, &m->op.swiglu, NULL},
+        {ORIN_OP_ADD, &m->op.add, NULL},
+        {ORIN_OP_KV_WRITE, &m->op.kv_write, NULL},
+        {ORIN_OP_ATTENTION_PREFILL, &m->op.attn_prefill, opt->attention},
+        {ORIN_OP_ATTENTION_DECODE, &m->op.attn_decode, opt->attention},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        orin_bind_request req = {
+            .op = table[i].op,
+            .provider = table[i].provider,
+            .device = m->dev->kind,
+            .dtype = m->dtype,
+            .strict = opt->strict,
+        };
+        *table[i].dst = orin_registry_bind(opt->registry, &req);
+        if (!*table[i].dst)
+            return -1;
+    }
+    return 0;
+}
+
+static int alloc_buffers(orin_model *m, int32_t rows)
+{
+    const orin_model_config *c = &m->cfg;
+    qwen_buffers *b = &m->buf;
+    const int64_t hd = c->head_dim;
+    const int64_t r = rows;
+    b->rows = rows;
+    struct {
+        orin_tensor *t;
+        orin_dtype dt;
+        int64_t cols;
+        const char *what;
+    } table[] = {
+        {&b->ids, ORIN_I32, 0, "token ids"},
+        {&b->pos, ORIN_I32, 0, "positions"},
+        {&b->x, m->dtype, c->hidden_size, "activations"},
+        {&b->h, m->dtype, c->hidden_size, "activations"},
+        {&b->o, m->dtype, c->hidden_size, "activations"},
+        {&b->q, m->dtype, c->num_attention_heads * hd, "activations"},
+        {&b->attn, m->dtype, c->num_attention_heads * hd, "activations"},
+        {&b->k, m->dtype, c->num_key_value_heads * hd, "activations"},
+        {&b->v, m->dtype, c->num_key_value_heads * hd, "activations"},
+        {&b->gate, m->dtype, c->intermediate_size, "activations"},
+        {&b->up, m->dtype, c->intermediate_size, "activations"},
+        {&b->logits, m->dtype, c->vocab_size, "logits"},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        int64_t dims[2] = {r, table[i].cols};
+        if (alloc_tensor(m, table[i].t, table[i].dt, table[i].cols ? 2 : 1, dims, table[i].what))
+            return -1;
+    }
+    if (m->dtype != ORIN_F32) {
+        m->staging = malloc(orin_tensor_nbytes(&b->logits));
+        if (!m->staging)
+            return orin_error_set("logits: out of memory");
+    }
+    return 0;
+}
+
+/* ---- graph building ------------------------------------------------------------ */
+
+/* The first n rows of a [rows, ...] buffer, reshaped to dims. */
+static orin_tensor rows_view(const orin_tensor *buf, int64_t row0, int ndim, const int64_t *dims)
+{
+    size_t row_bytes = orin_tensor_nbytes(buf) / (size_t)buf->shape[0];
+    return orin_tensor_make((char *)buf->data + (size_t)row0 * row_bytes, buf->dtype, buf->device,
+                            ndim, dims);
+}
+
+static orin_tensor rows2(const orin_tensor *buf, int64_t row0, int64_t n)
+{
+    int64_t dims[2] = {n, buf->shape[1]};
+    return rows_view(buf, row0, 2, dims);
+}
+
+static orin_tensor rows1(const orin_tensor *buf, int64_t n)
+{
+    int64_t dims[1] = {n};
+    return rows_view(buf, 0, 1, dims);
+}
+
+typedef struct graph_builder {
+    orin_graph *g;
+    int32_t layer;
+    int rc;
+} graph_builder;
+
+#define ADD_NODE(B, IMPL, ARGS, WHAT)                                                     \
+    do {                                                                                  \
+        char label_[48];                                                                  \
+        if ((B)->layer >= 0)                                                              \
+            snprintf(label_, sizeof label_, "layer %d %s", (B)->layer, WHAT);            \
+        else                                                                              \
+            snprintf(label_, sizeof label_, "%s", WHAT);                                  \
+        if ((B)->rc == 0)                                                                 \
+            (B)->rc = orin_graph_add((B)->g, IMPL, &(ARGS), sizeof(ARGS), label_);       \
+    } while (0)
+
+static void add_matmul(orin_model *m, graph_builder *b, orin_tensor x, const orin_tensor *w,
+                       const orin_tensor *bias, orin_tensor y, const char *what)
+{
+    orin_matmul_args a = {.x = x, .w = *w, .y = y};
+    if (bias && bias->data)
+        a.bias = *bias;
+    ADD_NODE(b, m->op.matmul, a, what);
+}
+
+static void add_rmsnorm(orin_model *m, graph_builder *b, orin_tensor x, const orin_tensor *w,
+                        orin_tensor out, const char *what)
+{
+    orin_rmsnorm_args a = {.x = x, .weight = *w, .out = out, .eps = (float)m->cfg.rms_norm_eps};
+    ADD_NODE(b, m->op.rmsnorm, a, what);
+}
+
+static void add_attention_block(orin_model *m, graph_builder *b, int32_t l, int64_t n,
+                                bool decode, int32_t max_kv_len)
+{
+    const orin_model_config *c = &m->cfg;
+    const qwen_layer *L = &m->layers[l];
+    qwen_buffers *bf = &m->buf;
+    const int64_t H = c->num_attention_heads, Hkv = c->num_key_value_heads, hd = c->head_dim;
+    orin_tensor x = rows2(&bf->x, 0, n), h = rows2(&bf->h, 0, n), o = rows2(&bf->o, 0, n);
+    orin_tensor pos = rows1(&bf->pos, n);
+
+    add_rmsnorm(m, b, x, &L->attn_norm, h, "input_layernorm");
+    add_matmul(m, b, h, &L->q_w, &L->q_b, rows2(&bf->q, 0, n), "q_proj");
+    add_matmul(m, b, h, &L->k_w, &L->k_b, rows2(&bf->k, 0, n), "k_proj");
+    add_matmul(m, b, h, &L->v_w, &L->v_b, rows2(&bf->v, 0, n), "v_proj");
+
+    const int64_t qh[3] = {n, H, hd}, kh[3] = {n, Hkv, hd};
+    orin_tensor q = rows_view(&bf->q, 0, 3, qh), k = rows_view(&bf->k, 0, 3, kh);
+    orin_tensor v = rows_view(&bf->v, 0, 3, kh);
+    if (c->qk_norm) {
+        const int64_t qr[2] = {n * H, hd}, kr[2] = {n * Hkv, hd};
+        orin_tensor qf = rows_view(&bf->q, 0, 2, qr), kf = rows_view(&bf->k, 0, 2, kr);
+        add_rmsnorm(m, b, qf, &L->q_norm, qf, "q_norm");
+        add_rmsnorm(m, b, kf, &L->k_norm, kf, "k_norm");
+    }
+    orin_rope_args rq = {.x = q, .positions = pos, .theta = (float)c->rope_theta};
+    orin_rope_args rk = {.x = k, .positions = pos, .theta = (float)c->rope_theta};
+    ADD_NODE(b, m->op.rope, rq, "rope q");
+    ADD_NODE(b, m->op.rope, rk, "rope k");
+
+    orin_kv_view cache = orin_kv_cache_view(m->kv, l);
+    orin_kv_write_args kw = {.k = k, .v = v, .positions = pos, .cache = cache};
+    ADD_NODE(b, m->op.kv_write, kw, "kv_write");
+
+    orin_attention_args at = {
+        .q = q,
+        .out = rows_view(&bf->attn, 0, 3, qh),
+        .positions = pos,
+        .cache = cache,
+        .scale = (float)(1.0 / sqrt((double)hd)),
+        .max_kv_len = max_kv_len,
+    };
+    ADD_NODE(b, decode ? m->op.attn_decode : m->op.attn_prefill, at, "attention");
+
+    add_matmul(m, b, rows2(&bf->attn, 0, n), &L->o_w, &L->o_b, o, "o_proj");
+    orin_add_args res = {.a = x, .b = o, .out = x};
+    ADD_NODE(b, m->op.add, res, "residual");
+}
+
+static void add_mlp_block(orin_model *m, graph_builder *b, int32_t l, int64_t n)
+{
+    const qwen_layer *L = &m->layers[l];
+    qwen_buffers *bf = &m->buf;
+    orin_tensor x = rows2(&bf->x, 0, n), h = rows2(&bf->h, 0, n), o = rows2(&bf->o, 0, n);
+    orin_tensor gate = rows2(&bf->gate, 0, n), up = rows2(&bf->up, 0, n);
+
+    add_rmsnorm(m, b, x, &L->mlp_norm, h, "post_attention_layernorm");
+    add_matmul(m, b, h, &L->gate_w, NULL, gate, "gate_proj");
+    add_matmul(m, b, h, &L->up_w, NULL, up, "up_proj");
+    orin_swiglu_args sw = {.gate = gate, .up = up, .out = gate};
+    ADD_NODE(b, m->op.swiglu, sw, "swiglu");
+    add_matmul(m, b, gate, &L->down_w, NULL, o, "down_proj");
+    orin_add_args res = {.a = x, .b = o, .out = x};
+    ADD_NODE(b, m->op.add, res, "residual");
+}
+
+/* logits_rows: 0 = none, n = all rows, 1 with n > 1 = the last row only. */
+static int build_graph(orin_model *m, orin_graph *g, int64_t n, bool decode, int32_t max_kv_len,
+                       int64_t logits_rows)
+{
+    qwen_buffers *bf = &m->buf;
+    graph_builder b = {.g = g, .layer = -1};
+    orin_graph_reset(g);
+
+    orin_embedding_args emb = {.table = m->embed, .ids = rows1(&bf->ids, n),
+                               .out = rows2(&bf->x, 0, n)};
+    ADD_NODE(&b, m->op.embedding, emb, "embedding");
+    for (int32_t l = 0; l < m->cfg.num_hidden_layers; l++) {
+        b.layer = l;
+        add_attention_block(m, &b, l, n, decode, max_kv_len);
+        add_mlp_block(m, &b, l, n);
+    }
+    b.layer = -1;
+    if (logits_rows > 0) {
+        int64_t first = n - logits_rows;
+        orin_tensor h = rows2(&bf->h, first, logits_rows);
+        add_rmsnorm(m, &b, rows2(&bf->x, first, logits_rows), &m->final_norm, h, "norm");
+        add_matmul(m, &b, h, &m->lm_head, NULL, rows2(&bf->logits, 0, logits_rows), "lm_head");
+    }
+    if (b.rc != 0)
+        return -1;
+    return 0;
+}
+
+/* Grows the shared workspace to what graph g needs. */
+static int reserve_workspace(orin_model *m, const orin_graph *g)
+{
+    size_t need = orin_graph_workspace_size(g);
+    if (need <= m->workspace_size)
+        return 0;
+    void *w = m->dev->ops->alloc(m->dev, need);
+    if (!w)
+        return orin_error_set("workspace: cannot allocate %.1f MiB on %s",
+                              (double)need / 1048576.0, m->dev->name);
+    if (m->workspace)
+        m->dev->ops->free(m->dev, m->workspace);
+    m->workspace = w;
+    m->workspace_size = need;
+    return 0;
+}
+
+static int run_graph(orin_model *m, const orin_graph *g)
+{
+    if (reserve_workspace(m, g) != 0)
+        return -1;
+    orin_exec ex = {.device = m->dev, .workspace = m->workspace,
+                    .workspace_size = m->workspace_size};
+    return orin_graph_run(g, &ex);
+}
+
+/* ---- load / free ------------------------------------------------------------------ */
+
+void orin_model_free(orin_model *m)
+{
+    if (!m)
+        return;
+    orin_graph_free(m->prefill);
+    orin_graph_free(m->decode);
+    orin_kv_cache_free(m->kv);
+    if (m->workspace)
+        m->dev->ops->free(m->dev, m->workspace);
+    for (size_t i = 0; i < m->n_allocs; i++)
+        m->dev->ops->free(m->dev, m->allocs[i]);
+    free(m->allocs);
+    free(m->layers);
+    free(m->staging);
+    free(m);
+}
+
+static int32_t choose_context(const orin_model_options *opt, const orin_model_config *c)
+{
+    int32_t ctx = opt->max_context > 0 ? opt->max_context : c->max_position_embeddings;
+    if (ctx > c->max_position_embeddings)
+        orin_log(ORIN_LOG_WARN,
+                 "runtime.max_context %d exceeds the model's max_position_embeddings %d",
+                 ctx, c->max_position_embeddings);
+    return ctx;
+}
+
+int orin_model_load(const orin_model_options *opt, orin_model **out)
+{
+    *out = NULL;
+    if (opt->dtype != ORIN_F32 && opt->dtype != ORIN_F16 && opt->dtype != ORIN_BF16)
+        return orin_error_set("model.dtype: %s is not a compute dtype (f32, f16, bf16)",
+                              orin_dtype_name(opt->dtype));
+    orin_model *m = calloc(1, sizeof *m);
+    if (!m)
+        return orin_error_set("out of memory");
+    m->dev = opt->device;
+    m->dtype = opt->dtype;
+    if (orin_model_config_load(opt->path, &m->cfg) != 0)
+        goto fail;
+    m->context = choose_context(opt, &m->cfg);
+    m->layers = calloc((size_t)m->cfg.num_hidden_layers, sizeof *m->layers);
+    if (!m->layers) {
+        orin_error_set("out of memory");
+        goto fail;
+    }
+    /* Bind before loading gigabytes: a missing op is the cheaper error. */
+    if (bind_ops(m, opt) != 0 || load_weights(m, opt->path, opt->progress) != 0)
+        goto fail;
+
+    orin_kv_cache_shape kvs = {
+        .n_layers = m->cfg.num_hidden_layers,
+        .capacity = m->context,
+        .n_kv_heads = m->cfg.num_key_value_heads,
+        .head_dim = m->cfg.head_dim,
+        .dtype = m->dtype,
+    };
+    int32_t chunk = opt->prefill_chunk > 0 ? opt->prefill_chunk : 512;
+    if (chunk > m->context)
+        chunk = m->context;
+    if (orin_kv_cache_create(m->dev, &kvs, &m->kv) != 0 || alloc_buffers(m, chunk) != 0)
+        goto fail;
+
+    m->prefill = orin_graph_create();
+    m->decode = orin_graph_create();
+    if (!m->prefill || !m->decode)
+        goto fail;
+    /* The decode graph reads its one id and position from device memory, so it
+     * is built once for the whole cache and run (later: replayed) every step. */
+    if (build_graph(m, m->decode, 1, true, m->context, 1) != 0)
+        goto fail;
+    *out = m;
+    return 0;
+fail:
+    orin_model_free(m);
+    return -1;
+}
+
+const orin_model_config *orin_model_get_config(const orin_model *m)
+{
+    return &m->cfg;
+}
+
+int32_t orin_model_context(const orin_model *m)
+{
+    return m->context;
+}
+
+/* ---- forward passes -------------------------------------------------------------- */
+
+static int check_tokens(const orin_model *m, const int32_t *ids, int32_t n, int32_t start_pos)
+{
+    if (n <= 0 || start_pos < 0)
+        return orin_error_set("forward: bad token range (%d tokens at position %d)", n, start_pos);
+    if ((int64_t)start_pos + n > m->context)
+        return orin_error_set("%d tokens at position %d do not fit the context of %d tokens "
+                              "(runtime.max_context)",
+                              n, start_pos, m->context);
+    for (int32_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= m->cfg.vocab_size)
+            return orin_error_set("token id %d at index %d is outside the vocabulary (%d)", ids[i],
+                                  i, m->cfg.vocab_size);
+    return 0;
+}
+
+static int upload_step(orin_model *m, const int32_t *ids, int32_t n, int32_t start_pos)
+{
+    int32_t pos[n];
+    for (int32_t i = 0; i < n; i++)
+        pos[i] = start_pos + i;
+    size_t bytes = (size_t)n * sizeof(int32_t);
+    if (m->dev->ops->copy_h2d(m->dev, m->buf.ids.data, ids, bytes) != 0 ||
+        m->dev->ops->copy_h2d(m->dev, m->buf.pos.data, pos, bytes) != 0)
+        return -1;
+    return 0;
+}
+
+/* Copies `rows` rows of device logits to host f32. */
+static int fetch_logits(orin_model *m, int64_t rows, float *out)
+{
+    size_t n = (size_t)rows * (size_t)m->cfg.vocab_size;
+    size_t bytes = n * orin_dtype_size(m->dtype);
+    if (m->dtype == ORIN_F32)
+        return m->dev->ops->copy_d2h(m->dev, out, m->buf.logits.data, bytes);
+    if (m->dev->ops->copy_d2h(m->dev, m->staging, m->buf.logits.data, bytes) != 0)
+        return -1;
+    return orin_convert(out, ORIN_F32, m->staging, m->dtype, n);
+}
+
+int orin_model_prefill(orin_model *m, const int32_t *ids, int32_t n, int32_t start_pos,
+                       float *logits, bool all_logits)
+{
+    if (check_tokens(m, ids, n, start_pos) != 0)
+        return -1;
+    const int64_t V = m->cfg.vocab_size;
+    for (int32_t done = 0; done < n;) {
+        int32_t len = n - done < m->buf.rows ? n - done : m->buf.rows;
+        bool last = done + len == n;
+        int64_t logits_rows = !logits ? 0 : all_logits ? len : last ? 1 : 0;
+        if (upload_step(m, ids + done, len, start_pos + done) != 0 ||
+            build_graph(m, m->prefill, len, false, start_pos + done + len, logits_rows) != 0 ||
+            run_graph(m, m->prefill) != 0)
+            return -1;
+        if (logits_rows > 0 &&
+            fetch_logits(m, logits_rows, all_logits ? logits + (size_t)done * V : logits) != 0)
+            return -1;
+        done += len;
+    }
+    return m->dev->ops->synchronize(m->dev);
+}
+
+int orin_model_decode(orin_model *m, int32_t id, int32_t pos, float *logits)
+{
+    if (check_tokens(m, &id, 1, pos) != 0 || upload_step(m, &id, 1, pos) != 0 ||
+        run_graph(m, m->decode) != 0)
+        return -1;
+    if (logits && fetch_logits(m, 1, logits) != 0)
+        return -1;
+    return m->dev->ops->synchronize(m->dev);
+}

@@ -26,7 +26,10 @@ int orin_error_prefix(const char *fmt, ...)
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
     memcpy(old, error_buf, sizeof old);
-    snprintf(error_buf, sizeof error_buf, "%s%s", prefix, old);
+    /* A message too long for the buffer keeps its start: the file and the key
+     * matter more than the tail of the reason. */
+    if (snprintf(error_buf, sizeof error_buf, "%s%s", prefix, old) >= (int)sizeof error_buf)
+        error_buf[sizeof error_buf - 1] = '\0';
     return -1;
 }
 
@@ -52,7 +55,7 @@ orin_log_level orin_log_get_level(void)
 
 void orin_log(orin_log_level level, const char *fmt, ...)
 {
-    if (level > log_level)
+    if (level > log_level || level < ORIN_LOG_ERROR)
         return;
     static const char *const tags[] = {"error: ", "warning: ", "", "debug: "};
     char line[ORIN_ERROR_CAP];

@@ -1,1 +1,102 @@
-/* CPU implementations: to come. */ typedef int orin_placeholder_;
+/* Multi-head attention on the CPU, the textbook way: for every (query row, head)
+ * the scores over all allowed cache positions are materialised, soft-maxed
+ * (max-subtracted), and used to weight V. It is the reference the flash kernels
+ * are tested against, so it favours accuracy over speed: dot products, the
+ * softmax sum and P.V are accumulated in double, and only the result is rounded
+ * to the compute dtype. */
+#include "cpu.h"
+
+#include "orin/cpu_util.h"
+#include "orin/error.h"
+#include "orin/op_check.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+typedef struct mha_job {
+    const orin_attention_args *a;
+    orin_dtype dt;
+    int64_t heads, head_dim, group; /* group: query heads per kv head */
+    size_t scratch_doubles;         /* per worker */
+    double *scratch;
+} mha_job;
+
+/* One (query row, head): task = row * heads + head. */
+static int mha_task(void *ctx, int worker, int64_t task)
+{
+    const mha_job *job = ctx;
+    const orin_attention_args *a = job->a;
+    const orin_kv_view *kv = &a->cache;
+    const orin_dtype dt = job->dt;
+    const int64_t hd = job->head_dim, row = task / job->heads, head = task % job->heads;
+    const int64_t kv_head = head / job->group;
+    const int32_t pos = ((const int32_t *)a->positions.data)[row];
+
+    /* scratch: q and one cache row as f32, the output accumulator, the scores */
+    double *acc = job->scratch + (size_t)worker * job->scratch_doubles;
+    double *scores = acc + hd;
+    float *q = (float *)(scores + pos + 1), *kv_row = q + hd;
+
+    orin_cpu_load_f32(q, orin_cpu_elem(a->q.data, dt, (row * job->heads + head) * hd), dt, hd);
+
+    double max = -INFINITY;
+    for (int32_t j = 0; j <= pos; j++) {
+        int64_t off = j * kv->pos_stride + kv_head * kv->head_stride;
+        orin_cpu_load_f32(kv_row, orin_cpu_elem(kv->k, dt, off), dt, hd);
+        double dot = 0.0;
+        for (int64_t i = 0; i < hd; i++)
+            dot += (double)q[i] * kv_row[i];
+        scores[j] = dot * a->scale;
+        max = scores[j] > max ? scores[j] : max;
+    }
+
+    double sum = 0.0;
+    for (int64_t i = 0; i < hd; i++)
+        acc[i] = 0.0;
+    for (int32_t j = 0; j <= pos; j++) {
+        double p = exp(scores[j] - max);
+        int64_t off = j * kv->pos_stride + kv_head * kv->head_stride;
+        orin_cpu_load_f32(kv_row, orin_cpu_elem(kv->v, dt, off), dt, hd);
+        sum += p;
+        for (int64_t i = 0; i < hd; i++)
+            acc[i] += p * kv_row[i];
+    }
+
+    for (int64_t i = 0; i < hd; i++)
+        q[i] = (float)(acc[i] / sum);
+    orin_cpu_store_f32(orin_cpu_elem(a->out.data, dt, (row * job->heads + head) * hd), dt, q,
+                       hd);
+    return 0;
+}
+
+int mha_cpu_attention(const orin_exec *ex, const orin_attention_args *a, orin_dtype dt,
+                      bool decode)
+{
+    const char *label = decode ? "attention.decode (mha)" : "attention.prefill (mha)";
+    int32_t max_pos;
+    if (orin_check_exec(label, ex, ORIN_DEVICE_CPU) ||
+        orin_check_attention(label, a, ORIN_DEVICE_CPU, dt, decode) ||
+        orin_cpu_check_positions(label, &a->positions, a->max_kv_len, "max_kv_len", &max_pos))
+        return -1;
+
+    int64_t n = a->q.shape[0], heads = a->q.shape[1], hd = a->q.shape[2];
+    int workers = orin_cpu_threads(ex->device);
+    if (workers > n * heads)
+        workers = (int)(n * heads);
+    /* Per worker: acc (hd doubles), scores (max_pos + 1 doubles), then q and a
+     * cache row (2 * hd floats = hd doubles). */
+    mha_job job = {
+        .a = a,
+        .dt = dt,
+        .heads = heads,
+        .head_dim = hd,
+        .group = heads / a->cache.n_kv_heads,
+        .scratch_doubles = (size_t)(2 * hd + max_pos + 1),
+    };
+    job.scratch = malloc((size_t)workers * job.scratch_doubles * sizeof(double));
+    if (!job.scratch)
+        return orin_error_set("%s: out of memory for scratch", label);
+    int rc = orin_cpu_parallel_for(workers, n * heads, mha_task, &job);
+    free(job.scratch);
+    return rc;
+}

@@ -1,1 +1,401 @@
-/* CPU implementations: to come. */ typedef int orin_placeholder_;
+/* ops_common on the CPU: the reference implementations of the non-attention ops.
+ *
+ * Every kernel checks its whole call before touching memory. f16 and bf16 data
+ * is converted to f32 a row (or a chunk) at a time, computed in f32, and rounded
+ * once on the way out. Nothing here keeps state between calls. */
+#include "cpu.h"
+
+#include "orin/cpu_util.h"
+#include "orin/error.h"
+#include "orin/op_check.h"
+
+#include <cblas.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CPU ORIN_DEVICE_CPU
+
+/* Elementwise ops go through f32 in chunks of this many elements. */
+#define ELEMENTWISE_CHUNK 1024
+
+/* The f16/bf16 matmul converts MATMUL_X_ROWS rows of x and MATMUL_W_ROWS rows of w
+ * at a time to f32 for sgemm: at most (X + W) * in + X * W floats of scratch,
+ * 8.25 MiB for in = 4096, whatever n and out are. With n <= MATMUL_X_ROWS (every
+ * decode step) each row of w is converted exactly once. */
+#define MATMUL_X_ROWS 256
+#define MATMUL_W_ROWS 256
+
+/* ---- embedding ---- */
+
+int cpu_embedding(const orin_exec *ex, const orin_embedding_args *a, orin_dtype dt)
+{
+    const char *label = "embedding (common)";
+    if (orin_check_exec(label, ex, CPU) ||
+        orin_check_tensor(label, "table", &a->table, CPU, dt, 2, 2) ||
+        orin_check_tensor(label, "ids", &a->ids, CPU, ORIN_I32, 1, 1) ||
+        orin_check_tensor(label, "out", &a->out, CPU, dt, 2, 2) ||
+        orin_check_dim(label, "out", &a->out, 0, a->ids.shape[0]) ||
+        orin_check_dim(label, "out", &a->out, 1, a->table.shape[1]) ||
+        orin_check_alias(label, "out", &a->out, "table", &a->table, false))
+        return -1;
+
+    const int32_t *ids = a->ids.data;
+    int64_t n = a->ids.shape[0], vocab = a->table.shape[0];
+    /* All ids first, so that a bad one leaves out untouched. */
+    for (int64_t i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= vocab)
+            return orin_error_set("%s: ids[%lld] = %d is outside the vocabulary (0..%lld)", label,
+                                  (long long)i, ids[i], (long long)vocab - 1);
+    }
+    size_t row_bytes = (size_t)a->table.shape[1] * orin_dtype_size(dt);
+    for (int64_t i = 0; i < n; i++)
+        memcpy((char *)a->out.data + i * row_bytes,
+               (const char *)a->table.data + ids[i] * row_bytes, row_bytes);
+    return 0;
+}
+
+/* ---- rmsnorm ---- */
+
+/* Hugging Face's order of operations: the mean of squares, rsqrt(mean + eps),
+ * x * that, then weight * the result. The sum of squares is taken in double so
+ * that the reference is as close to exact as f32 outputs allow. */
+static void rmsnorm_row(float *row, const float *weight, int64_t dim, float eps)
+{
+    double sum_sq = 0.0;
+    for (int64_t j = 0; j < dim; j++)
+        sum_sq += (double)row[j] * row[j];
+    float mean_sq = (float)(sum_sq / (double)dim);
+    float inv_rms = 1.0f / sqrtf(mean_sq + eps);
+    for (int64_t j = 0; j < dim; j++)
+        row[j] = weight[j] * (row[j] * inv_rms);
+}
+
+int cpu_rmsnorm(const orin_exec *ex, const orin_rmsnorm_args *a, orin_dtype dt)
+{
+    const char *label = "rmsnorm (common)";
+    if (orin_check_exec(label, ex, CPU) ||
+        orin_check_tensor(label, "x", &a->x, CPU, dt, 1, ORIN_MAX_DIMS) ||
+        orin_check_tensor(label, "weight", &a->weight, CPU, dt, 1, 1) ||
+        orin_check_tensor(label, "out", &a->out, CPU, dt, 1, ORIN_MAX_DIMS) ||
+        orin_check_same_shape(label, "x", &a->x, "out", &a->out) ||
+        orin_check_dim(label, "weight", &a->weight, 0, a->x.shape[a->x.ndim - 1]) ||
+        orin_check_alias(label, "out", &a->out, "x", &a->x, true) ||
+        orin_check_alias(label, "out", &a->out, "weight", &a->weight, false))
+        return -1;
+    if (!isfinite(a->eps) || a->eps < 0.0f)
+        return orin_error_set("%s: eps %g is not a non-negative number", label, a->eps);
+
+    int64_t dim = a->x.shape[a->x.ndim - 1], rows = orin_tensor_rows(&a->x);
+    float *buf = malloc(2 * (size_t)dim * sizeof(float));
+    if (!buf)
+        return orin_error_set("%s: out of memory for %lld floats", label, 2 * (long long)dim);
+    float *weight = buf, *row = buf + dim;
+    orin_cpu_load_f32(weight, a->weight.data, dt, dim);
+    for (int64_t r = 0; r < rows; r++) {
+        orin_cpu_load_f32(row, orin_cpu_elem(a->x.data, dt, r * dim), dt, dim);
+        rmsnorm_row(row, weight, dim, a->eps);
+        orin_cpu_store_f32(orin_cpu_elem(a->out.data, dt, r * dim), dt, row, dim);
+    }
+    free(buf);
+    return 0;
+}
+
+/* ---- rope ---- */
+
+/* inv_freq[j] = 1 / theta^(2j / hd), computed as Hugging Face does it in float32
+ * (torch.arange(0, hd, 2).float() / hd, then base ** that, then 1 / that), so that
+ * the angle pos * inv_freq, also a float32 product as in transformers, is the same
+ * float: at position 1000 an angle off by one ulp moves cos by ~1e-4. */
+static void rope_inv_freq(float *inv_freq, int64_t half, int64_t hd, float theta)
+{
+    for (int64_t j = 0; j < half; j++) {
+        float exponent = (float)(2 * j) / (float)hd;
+        float power = (float)pow((double)theta, (double)exponent);
+        inv_freq[j] = 1.0f / power;
+    }
+}
+
+/* x1' = x1 cos - x2 sin, x2' = x2 cos + x1 sin, each product rounded to f32
+ * first as in transformers' (x * cos) + (rotate_half(x) * sin). */
+static void rope_row(float *row, const float *cos_t, const float *sin_t, int64_t half)
+{
+    for (int64_t j = 0; j < half; j++) {
+        float x1 = row[j], x2 = row[j + half];
+        float x1c = x1 * cos_t[j], x2s = x2 * sin_t[j];
+        float x2c = x2 * cos_t[j], x1s = x1 * sin_t[j];
+        row[j] = x1c - x2s;
+        row[j + half] = x2c + x1s;
+    }
+}
+
+int cpu_rope(const orin_exec *ex, const orin_rope_args *a, orin_dtype dt)
+{
+    const char *label = "rope (common)";
+    if (orin_check_exec(label, ex, CPU) ||
+        orin_check_tensor(label, "x", &a->x, CPU, dt, 3, 3) ||
+        orin_check_tensor(label, "positions", &a->positions, CPU, ORIN_I32, 1, 1) ||
+        orin_check_dim(label, "positions", &a->positions, 0, a->x.shape[0]) ||
+        orin_check_alias(label, "x", &a->x, "positions", &a->positions, false) ||
+        orin_cpu_check_positions(label, &a->positions, INT32_MAX, "a position", NULL))
+        return -1;
+    int64_t n = a->x.shape[0], heads = a->x.shape[1], hd = a->x.shape[2];
+    if (hd % 2 != 0)
+        return orin_error_set("%s: x: head_dim %lld is odd", label, (long long)hd);
+    if (!isfinite(a->theta) || a->theta <= 0.0f)
+        return orin_error_set("%s: theta %g is not a positive number", label, a->theta);
+
+    int64_t half = hd / 2;
+    float *buf = malloc((3 * (size_t)half + (size_t)hd) * sizeof(float));
+    if (!buf)
+        return orin_error_set("%s: out of memory", label);
+    float *inv_freq = buf, *cos_t = buf + half, *sin_t = buf + 2 * half, *row = buf + 3 * half;
+    rope_inv_freq(inv_freq, half, hd, a->theta);
+
+    const int32_t *pos = a->positions.data;
+    for (int64_t i = 0; i < n; i++) {
+        for (int64_t j = 0; j < half; j++) {
+            float angle = (float)pos[i] * inv_freq[j];
+            cos_t[j] = (float)cos((double)angle);
+            sin_t[j] = (float)sin((double)angle);
+        }
+        for (int64_t h = 0; h < heads; h++) {
+            void *x = orin_cpu_elem(a->x.data, dt, (i * heads + h) * hd);
+            orin_cpu_load_f32(row, x, dt, hd);
+            rope_row(row, cos_t, sin_t, half);
+            orin_cpu_store_f32(x, dt, row, hd);
+        }
+    }
+    free(buf);
+    return 0;
+}
+
+/* ---- matmul ---- */
+
+/* OpenBLAS keeps its own threads; follow runtime.threads, setting it only when
+ * it changes (the call is not free). */
+static void blas_set_threads(const orin_device *dev)
+{
+    static _Atomic int current;
+    int want = orin_cpu_threads(dev);
+    if (current != want) {
+        openblas_set_num_threads(want);
+        current = want;
+    }
+}
+
+/* y[rows, out] (leading dimension ldy) = x[rows, in] . w[out, in]^T + bias. */
+static void sgemm_bias(float *y, int ldy, const float *x, const float *w, const float *bias,
+                       int rows, int out, int in)
+{
+    float beta = 0.0f;
+    if (bias) {
+        for (int r = 0; r < rows; r++)
+            memcpy(y + (int64_t)r * ldy, bias, (size_t)out * sizeof(float));
+        beta = 1.0f;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, out, in, 1.0f, x, in, w, in,
+                beta, y, ldy);
+}
+
+/* f16/bf16: tiles of x and w go through f32 (see MATMUL_X_ROWS above). */
+static int matmul_converted(const orin_matmul_args *a, orin_dtype dt, int64_t n, int64_t in,
+                            int64_t out)
+{
+    size_t floats = (size_t)(MATMUL_X_ROWS + MATMUL_W_ROWS) * in +
+                    (size_t)MATMUL_X_ROWS * MATMUL_W_ROWS + MATMUL_W_ROWS;
+    float *buf = malloc(floats * sizeof(float));
+    if (!buf)
+        return orin_error_set("matmul (common): out of memory for %zu bytes of scratch",
+                              floats * sizeof(float));
+    float *xt = buf, *wt = xt + (size_t)MATMUL_X_ROWS * in;
+    float *yt = wt + (size_t)MATMUL_W_ROWS * in, *bt = yt + MATMUL_X_ROWS * MATMUL_W_ROWS;
+
+    for (int64_t r0 = 0; r0 < n; r0 += MATMUL_X_ROWS) {
+        int rows = (int)(n - r0 < MATMUL_X_ROWS ? n - r0 : MATMUL_X_ROWS);
+        orin_cpu_load_f32(xt, orin_cpu_elem(a->x.data, dt, r0 * in), dt, (size_t)rows * in);
+        for (int64_t c0 = 0; c0 < out; c0 += MATMUL_W_ROWS) {
+            int cols = (int)(out - c0 < MATMUL_W_ROWS ? out - c0 : MATMUL_W_ROWS);
+            orin_cpu_load_f32(wt, orin_cpu_elem(a->w.data, dt, c0 * in), dt, (size_t)cols * in);
+            if (a->bias.data)
+                orin_cpu_load_f32(bt, orin_cpu_elem(a->bias.data, dt, c0), dt, cols);
+            sgemm_bias(yt, cols, xt, wt, a->bias.data ? bt : NULL, rows, cols, (int)in);
+            for (int r = 0; r < rows; r++)
+                orin_cpu_store_f32(orin_cpu_elem(a->y.data, dt, (r0 + r) * out + c0), dt,
+                                   yt + (int64_t)r * cols, cols);
+        }
+    }
+    free(buf);
+    return 0;
+}
+
+int cpu_matmul(const orin_exec *ex, const orin_matmul_args *a, orin_dtype dt)
+{
+    const char *label = "matmul (common)";
+    if (orin_check_exec(label, ex, CPU) ||
+        orin_check_tensor(label, "x", &a->x, CPU, dt, 1, ORIN_MAX_DIMS) ||
+        orin_check_tensor(label, "w", &a->w, CPU, dt, 2, 2) ||
+        orin_check_tensor(label, "y", &a->y, CPU, dt, 1, ORIN_MAX_DIMS) ||
+        orin_check_dim(label, "w", &a->w, 1, a->x.shape[a->x.ndim - 1]) ||
+        orin_check_dim(label, "y", &a->y, -1, a->w.shape[0]) ||
+        orin_check_alias(label, "y", &a->y, "x", &a->x, false) ||
+        orin_check_alias(label, "y", &a->y, "w", &a->w, false))
+        return -1;
+    if (a->bias.data &&
+        (orin_check_tensor(label, "bias", &a->bias, CPU, dt, 1, 1) ||
+         orin_check_dim(label, "bias", &a->bias, 0, a->w.shape[0]) ||
+         orin_check_alias(label, "y", &a->y, "bias", &a->bias, false)))
+        return -1;
+    int64_t n = orin_tensor_rows(&a->x), in = a->w.shape[1], out = a->w.shape[0];
+    if (orin_tensor_rows(&a->y) != n)
+        return orin_error_set("%s: y has %lld rows, x has %lld", label,
+                              (long long)orin_tensor_rows(&a->y), (long long)n);
+    if (n > INT_MAX || in > INT_MAX || out > INT_MAX)
+        return orin_error_set("%s: dimensions beyond what BLAS takes (%lld x %lld x %lld)",
+                              label, (long long)n, (long long)in, (long long)out);
+
+    blas_set_threads(ex->device);
+    if (dt != ORIN_F32)
+        return matmul_converted(a, dt, n, in, out);
+    sgemm_bias(a->y.data, (int)out, a->x.data, a->w.data, a->bias.data, (int)n, (int)out,
+               (int)in);
+    return 0;
+}
+
+/* ---- elementwise: swiglu, add ---- */
+
+typedef void (*binary_fn)(float *out, const float *a, const float *b, int len);
+
+static void swiglu_chunk(float *out, const float *gate, const float *up, int len)
+{
+    for (int i = 0; i < len; i++) {
+        float g = gate[i];
+        out[i] = g / (1.0f + expf(-g)) * up[i];
+    }
+}
+
+static void add_chunk(float *out, const float *a, const float *b, int len)
+{
+    for (int i = 0; i < len; i++)
+        out[i] = a[i] + b[i];
+}
+
+/* out = fn(a, b) over same-shaped tensors, through f32 a chunk at a time; out may
+ * be a or b exactly (each chunk is read before it is written). */
+static int elementwise(const orin_exec *ex, const char *label, const char *a_name,
+                       const orin_tensor *a, const char *b_name, const orin_tensor *b,
+                       const orin_tensor *out, orin_dtype dt, binary_fn fn)
+{
+    if (orin_check_exec(label, ex, CPU) ||
+        orin_check_tensor(label, a_name, a, CPU, dt, 1, ORIN_MAX_DIMS) ||
+        orin_check_tensor(label, b_name, b, CPU, dt, 1, ORIN_MAX_DIMS) ||
+        orin_check_tensor(label, "out", out, CPU, dt, 1, ORIN_MAX_DIMS) ||
+        orin_check_same_shape(label, a_name, a, b_name, b) ||
+        orin_check_same_shape(label, a_name, a, "out", out) ||
+        orin_check_alias(label, "out", out, a_name, a, true) ||
+        orin_check_alias(label, "out", out, b_name, b, true))
+        return -1;
+
+    float abuf[ELEMENTWISE_CHUNK], bbuf[ELEMENTWISE_CHUNK];
+    int64_t total = orin_tensor_numel(a);
+    for (int64_t i = 0; i < total; i += ELEMENTWISE_CHUNK) {
+        int len = (int)(total - i < ELEMENTWISE_CHUNK ? total - i : ELEMENTWISE_CHUNK);
+        orin_cpu_load_f32(abuf, orin_cpu_elem(a->data, dt, i), dt, len);
+        orin_cpu_load_f32(bbuf, orin_cpu_elem(b->data, dt, i), dt, len);
+        fn(abuf, abuf, bbuf, len);
+        orin_cpu_store_f32(orin_cpu_elem(out->data, dt, i), dt, abuf, len);
+    }
+    return 0;
+}
+
+int cpu_swiglu(const orin_exec *ex, const orin_swiglu_args *a, orin_dtype dt)
+{
+    return elementwise(ex, "swiglu (common)", "gate", &a->gate, "up", &a->up, &a->out, dt,
+                       swiglu_chunk);
+}
+
+int cpu_add(const orin_exec *ex, const orin_add_args *a, orin_dtype dt)
+{
+    return elementwise(ex, "add (common)", "a", &a->a, "b", &a->b, &a->out, dt, add_chunk);
+}
+
+/* ---- argmax ---- */
+
+/* The lowest index of the largest value. NaN counts as larger than everything,
+ * as in torch.argmax and numpy.argmax: a row holding NaN gives its first NaN's
+ * index, so a broken model shows instead of producing plausible tokens. */
+static int64_t argmax_row(const void *x, orin_dtype dt, int64_t len)
+{
+    float chunk[ELEMENTWISE_CHUNK];
+    float best = 0.0f;
+    int64_t best_j = -1;
+    for (int64_t j0 = 0; j0 < len; j0 += ELEMENTWISE_CHUNK) {
+        int clen = (int)(len - j0 < ELEMENTWISE_CHUNK ? len - j0 : ELEMENTWISE_CHUNK);
+        orin_cpu_load_f32(chunk, orin_cpu_elem(x, dt, j0), dt, clen);
+        for (int j = 0; j < clen; j++) {
+            if (isnan(chunk[j]))
+                return j0 + j;
+            if (best_j < 0 || chunk[j] > best) {
+                best = chunk[j];
+                best_j = j0 + j;
+            }
+        }
+    }
+    return best_j;
+}
+
+int cpu_argmax(const orin_exec *ex, const orin_argmax_args *a, orin_dtype dt)
+{
+    const char *label = "argmax (common)";
+    if (orin_check_exec(label, ex, CPU) ||
+        orin_check_tensor(label, "x", &a->x, CPU, dt, 2, 2) ||
+        orin_check_tensor(label, "out", &a->out, CPU, ORIN_I32, 1, 1) ||
+        orin_check_dim(label, "out", &a->out, 0, a->x.shape[0]) ||
+        orin_check_alias(label, "out", &a->out, "x", &a->x, false))
+        return -1;
+    int64_t n = a->x.shape[0], vocab = a->x.shape[1];
+    if (vocab > INT32_MAX)
+        return orin_error_set("%s: x: %lld columns do not fit an i32 index", label,
+                              (long long)vocab);
+    int32_t *out = a->out.data;
+    for (int64_t i = 0; i < n; i++)
+        out[i] = (int32_t)argmax_row(orin_cpu_elem(a->x.data, dt, i * vocab), dt, vocab);
+    return 0;
+}
+
+/* ---- kv_write ---- */
+
+int cpu_kv_write(const orin_exec *ex, const orin_kv_write_args *a, orin_dtype dt)
+{
+    const char *label = "kv_write (common)";
+    if (orin_check_exec(label, ex, CPU) ||
+        orin_check_tensor(label, "k", &a->k, CPU, dt, 3, 3) ||
+        orin_check_tensor(label, "v", &a->v, CPU, dt, 3, 3) ||
+        orin_check_same_shape(label, "k", &a->k, "v", &a->v) ||
+        orin_check_tensor(label, "positions", &a->positions, CPU, ORIN_I32, 1, 1) ||
+        orin_check_dim(label, "positions", &a->positions, 0, a->k.shape[0]) ||
+        orin_check_kv_view(label, &a->cache, dt, a->k.shape[2]))
+        return -1;
+    if (a->k.shape[1] != a->cache.n_kv_heads)
+        return orin_error_set("%s: k: %lld heads, the cache has %d", label,
+                              (long long)a->k.shape[1], a->cache.n_kv_heads);
+    if (orin_cpu_check_positions(label, &a->positions, a->cache.capacity, "the cache capacity",
+                                 NULL))
+        return -1;
+
+    const int32_t *pos = a->positions.data;
+    int64_t n = a->k.shape[0], heads = a->k.shape[1], hd = a->k.shape[2];
+    size_t row_bytes = (size_t)hd * orin_dtype_size(dt);
+    for (int64_t i = 0; i < n; i++) {
+        for (int64_t h = 0; h < heads; h++) {
+            int64_t src = (i * heads + h) * hd;
+            int64_t dst = pos[i] * a->cache.pos_stride + h * a->cache.head_stride;
+            memcpy(orin_cpu_elem(a->cache.k, dt, dst), orin_cpu_elem(a->k.data, dt, src),
+                   row_bytes);
+            memcpy(orin_cpu_elem(a->cache.v, dt, dst), orin_cpu_elem(a->v.data, dt, src),
+                   row_bytes);
+        }
+    }
+    return 0;
+}

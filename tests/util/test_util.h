@@ -17,7 +17,7 @@ extern int test_passed, test_failed;
         } else {                                                                  \
             test_failed++;                                                        \
             fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, "" __VA_ARGS__);                                      \
+            fprintf(stderr, " " __VA_ARGS__);                                     \
             fputc('\n', stderr);                                                  \
         }                                                                         \
     } while (0)

@@ -22,8 +22,8 @@ typedef struct orin_model_config {
     int32_t intermediate_size;
     int32_t num_hidden_layers;
     int32_t num_attention_heads;
-    int32_t num_key_value_heads; /* absent = num_attention_heads */
-    int32_t head_dim;            /* absent = hidden_size / num_attention_heads */
+    int32_t num_key_value_heads; /* absent = 32 (the transformers default), null = heads */
+    int32_t head_dim;            /* absent: Qwen2 hidden/heads, Qwen3 128; null = hidden/heads */
     int32_t vocab_size;
     int32_t max_position_embeddings;
     double rms_norm_eps;

@@ -1,0 +1,41 @@
+/* The graph executor: a list of bound ops and their call structs, run in order.
+ *
+ * A model builds a graph once per shape (the decode graph once at load, a
+ * prefill graph per chunk length) and runs it as often as it likes; the call
+ * structs point at fixed device buffers, so running a graph again after the host
+ * writes new ids and positions into those buffers is a new step. That is what
+ * makes CUDA-graph capture of the decode step possible later without changing
+ * any plugin. */
+#ifndef ORIN_GRAPH_H
+#define ORIN_GRAPH_H
+
+#include "orin/registry.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct orin_graph orin_graph;
+
+orin_graph *orin_graph_create(void);
+void orin_graph_free(orin_graph *g);
+/* Drops the nodes, keeps the allocation (for rebuilding with another shape). */
+void orin_graph_reset(orin_graph *g);
+
+/* Appends a node running `impl` on a copy of the call struct args[0..size).
+ * `label` names the node in errors ("layer 3 attention"); it is copied. */
+int orin_graph_add(orin_graph *g, const orin_op_impl *impl, const void *args, size_t size,
+                   const char *label);
+
+size_t orin_graph_node_count(const orin_graph *g);
+/* The largest workspace any node asked for. */
+size_t orin_graph_workspace_size(const orin_graph *g);
+
+/* Runs every node in order on ex; stops at the first failure, prefixing the
+ * error with the node's label and op name. */
+int orin_graph_run(const orin_graph *g, const orin_exec *ex);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

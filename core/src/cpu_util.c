@@ -1,0 +1,295 @@
+/* Helpers for CPU op implementations: see orin/cpu_util.h. */
+#include "orin/cpu_util.h"
+#include "orin/error.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- threads ---- */
+
+int orin_cpu_threads(const orin_device *dev)
+{
+    long n = dev && dev->threads > 0 ? dev->threads : sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1)
+        n = 1;
+    return n > ORIN_CPU_MAX_THREADS ? ORIN_CPU_MAX_THREADS : (int)n;
+}
+
+/* The pool: helper threads started on first use and kept for the life of the
+ * process, each waiting for the next job. A job is one parallel_for call; the
+ * caller works on it too, as worker 0. Tasks are claimed from an atomic counter. */
+struct helper_start {
+    int worker;
+    unsigned long generation; /* the job generation current when it was started */
+};
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;  /* a new job was posted */
+    pthread_cond_t done;  /* the last helper left the job */
+    int helpers;          /* helper threads started, workers 1..helpers */
+    struct helper_start start[ORIN_CPU_MAX_THREADS];
+    unsigned long generation;
+    /* the current job */
+    orin_cpu_task_fn fn;
+    void *ctx;
+    int64_t n_tasks;
+    int job_helpers;      /* helpers taking part: workers 1..job_helpers */
+    int running;          /* helpers still in the job */
+    atomic_int_fast64_t next;
+    atomic_int failed;
+    char error[1024];     /* the first failing task's message */
+} pool = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .wake = PTHREAD_COND_INITIALIZER,
+    .done = PTHREAD_COND_INITIALIZER,
+};
+
+/* Held by the thread whose job the pool runs. */
+static pthread_mutex_t pool_busy = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local bool in_task;
+
+static void run_tasks(int worker)
+{
+    in_task = true;
+    while (!atomic_load(&pool.failed)) {
+        int64_t t = atomic_fetch_add(&pool.next, 1);
+        if (t >= pool.n_tasks)
+            break;
+        if (pool.fn(pool.ctx, worker, t) == 0)
+            continue;
+        if (atomic_exchange(&pool.failed, 1) == 0)
+            snprintf(pool.error, sizeof pool.error, "%s", orin_error());
+        break;
+    }
+    in_task = false;
+}
+
+static void *helper_main(void *arg)
+{
+    const struct helper_start *start = arg;
+    unsigned long seen = start->generation;
+
+    pthread_mutex_lock(&pool.lock);
+    for (;;) {
+        while (pool.generation == seen)
+            pthread_cond_wait(&pool.wake, &pool.lock);
+        seen = pool.generation;
+        if (start->worker > pool.job_helpers)
+            continue;
+        pthread_mutex_unlock(&pool.lock);
+        run_tasks(start->worker);
+        pthread_mutex_lock(&pool.lock);
+        if (--pool.running == 0)
+            pthread_cond_signal(&pool.done);
+    }
+    return NULL;
+}
+
+/* Starts helpers until there are `want`; called with pool.lock held. Helpers
+ * block every signal, so that signals reach the program's own threads. */
+static void start_helpers(int want)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    while (pool.helpers < want) {
+        struct helper_start *start = &pool.start[pool.helpers];
+        start->worker = pool.helpers + 1;
+        start->generation = pool.generation;
+        pthread_t tid;
+        if (pthread_create(&tid, NULL, helper_main, start) != 0)
+            break; /* run with the helpers we have */
+        pthread_detach(tid);
+        pool.helpers++;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static int run_serial(int64_t n_tasks, orin_cpu_task_fn fn, void *ctx)
+{
+    bool nested = in_task;
+    int rc = 0;
+    in_task = true;
+    for (int64_t t = 0; t < n_tasks && rc == 0; t++)
+        rc = fn(ctx, 0, t);
+    in_task = nested;
+    return rc;
+}
+
+int orin_cpu_parallel_for(int workers, int64_t n_tasks, orin_cpu_task_fn fn, void *ctx)
+{
+    if (n_tasks <= 0)
+        return 0;
+    if (workers > n_tasks)
+        workers = (int)n_tasks;
+    if (workers > ORIN_CPU_MAX_THREADS)
+        workers = ORIN_CPU_MAX_THREADS;
+    if (workers <= 1 || in_task || pthread_mutex_trylock(&pool_busy) != 0)
+        return run_serial(n_tasks, fn, ctx);
+
+    pthread_mutex_lock(&pool.lock);
+    start_helpers(workers - 1);
+    int helpers = pool.helpers < workers - 1 ? pool.helpers : workers - 1;
+    if (helpers == 0) {
+        pthread_mutex_unlock(&pool.lock);
+        pthread_mutex_unlock(&pool_busy);
+        return run_serial(n_tasks, fn, ctx);
+    }
+    pool.fn = fn;
+    pool.ctx = ctx;
+    pool.n_tasks = n_tasks;
+    pool.job_helpers = helpers;
+    pool.running = helpers;
+    atomic_store(&pool.next, 0);
+    atomic_store(&pool.failed, 0);
+    pool.generation++;
+    pthread_cond_broadcast(&pool.wake);
+    pthread_mutex_unlock(&pool.lock);
+
+    run_tasks(0);
+
+    pthread_mutex_lock(&pool.lock);
+    while (pool.running > 0)
+        pthread_cond_wait(&pool.done, &pool.lock);
+    pthread_mutex_unlock(&pool.lock);
+
+    int rc = 0;
+    if (atomic_load(&pool.failed))
+        rc = orin_error_set("%s", pool.error);
+    pthread_mutex_unlock(&pool_busy);
+    return rc;
+}
+
+/* ---- conversions ---- */
+
+void orin_cpu_load_f32(float *dst, const void *src, orin_dtype dt, size_t n)
+{
+    if (dt == ORIN_F32)
+        memcpy(dst, src, n * sizeof(float));
+    else
+        orin_convert(dst, ORIN_F32, src, dt, n);
+}
+
+void orin_cpu_store_f32(void *dst, orin_dtype dt, const float *src, size_t n)
+{
+    if (dt == ORIN_F32)
+        memmove(dst, src, n * sizeof(float));
+    else
+        orin_convert(dst, dt, src, ORIN_F32, n);
+}
+
+/* ---- values in host memory ---- */
+
+int orin_cpu_check_positions(const char *label, const orin_tensor *positions, int32_t limit,
+                             const char *limit_what, int32_t *max_pos)
+{
+    const int32_t *pos = positions->data;
+    int64_t n = orin_tensor_numel(positions);
+    int32_t max = -1;
+    for (int64_t i = 0; i < n; i++) {
+        if (pos[i] < 0 || pos[i] >= limit)
+            return orin_error_set("%s: positions[%lld] = %d is outside 0..%d (%s)", label,
+                                  (long long)i, pos[i], limit - 1, limit_what);
+        if (pos[i] > max)
+            max = pos[i];
+    }
+    if (max_pos)
+        *max_pos = max;
+    return 0;
+}
+
+/* ---- attention tiles ---- */
+
+void orin_cpu_load_kv_tile(const orin_kv_view *kv, int32_t head, int32_t pos0, int32_t count,
+                           float *kt, int ldk, float *v)
+{
+    enum { CHUNK = 64 };
+    const int hd = kv->head_dim;
+    float chunk[CHUNK];
+
+    for (int c = 0; c < count; c++) {
+        int64_t off = (int64_t)(pos0 + c) * kv->pos_stride + (int64_t)head * kv->head_stride;
+        for (int i0 = 0; i0 < hd; i0 += CHUNK) {
+            int len = hd - i0 < CHUNK ? hd - i0 : CHUNK;
+            orin_cpu_load_f32(chunk, orin_cpu_elem(kv->k, kv->dtype, off + i0), kv->dtype, len);
+            for (int i = 0; i < len; i++)
+                kt[(int64_t)(i0 + i) * ldk + c] = chunk[i];
+        }
+        orin_cpu_load_f32(v + (int64_t)c * hd, orin_cpu_elem(kv->v, kv->dtype, off), kv->dtype,
+                          hd);
+    }
+}
+
+/* The loops run over columns innermost (an axpy over a row of kt), which the
+ * compiler vectorises without reordering any sum: each score is still the dot
+ * product summed in order of i, so results do not depend on the vector width. */
+void orin_cpu_scores_tile(float *s, int lds, const float *q, int ldq, const float *kt, int ldk,
+                          int rows, int cols, int hd, float scale, int32_t pos0,
+                          const int32_t *row_pos)
+{
+    for (int r = 0; r < rows; r++) {
+        float *restrict srow = s + (int64_t)r * lds;
+        const float *qrow = q + (int64_t)r * ldq;
+        for (int c = 0; c < cols; c++)
+            srow[c] = 0.0f;
+        for (int i = 0; i < hd; i++) {
+            const float qi = qrow[i];
+            const float *restrict krow = kt + (int64_t)i * ldk;
+            for (int c = 0; c < cols; c++)
+                srow[c] += qi * krow[c];
+        }
+        /* Columns past the row's position are masked; the rest are scaled. */
+        int64_t allowed = (int64_t)row_pos[r] - pos0 + 1;
+        for (int c = 0; c < cols; c++)
+            srow[c] = c < allowed ? srow[c] * scale : -INFINITY;
+    }
+}
+
+void orin_cpu_pv_tile(float *o, int ldo, const float *alpha, const float *p, int ldp,
+                      const float *v, int rows, int cols, int hd)
+{
+    for (int r = 0; r < rows; r++) {
+        float *restrict orow = o + (int64_t)r * ldo;
+        const float *prow = p + (int64_t)r * ldp;
+        const float a = alpha[r];
+        for (int i = 0; i < hd; i++)
+            orow[i] *= a;
+        for (int c = 0; c < cols; c++) {
+            const float pc = prow[c];
+            if (pc == 0.0f)
+                continue; /* masked: adds nothing (and skips 0 * inf) */
+            const float *restrict vrow = v + (int64_t)c * hd;
+            for (int i = 0; i < hd; i++)
+                orow[i] += pc * vrow[i];
+        }
+    }
+}
+
+float orin_cpu_row_max(const float *x, int n)
+{
+    float m = -INFINITY;
+    for (int c = 0; c < n; c++)
+        m = x[c] > m ? x[c] : m;
+    return m;
+}
+
+float orin_cpu_exp_sum(float *x, int n, float m)
+{
+    float sum = 0.0f;
+    if (m == -INFINITY) {
+        for (int c = 0; c < n; c++)
+            x[c] = 0.0f;
+        return 0.0f;
+    }
+    for (int c = 0; c < n; c++) {
+        x[c] = expf(x[c] - m);
+        sum += x[c];
+    }
+    return sum;
+}

@@ -1,0 +1,216 @@
+/* The CUDA device, on the CUDA runtime API (plain C; no kernels here).
+ *
+ * Every operation runs on the device's own non-blocking stream, so that work on
+ * it is ordered and nothing waits on the legacy default stream. Host-to-device
+ * and device-to-host copies return only once done: the caller may reuse or read
+ * its host buffer at once, and it may be pageable. Device-to-device copies and
+ * memsets are queued on the stream like kernels; synchronize() waits for them. */
+#include "orin/device.h"
+#include "orin/error.h"
+#include "../device_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <cuda_runtime_api.h>
+
+/* Records a failed CUDA call as "cuda:N: what: reason" and clears the runtime's
+ * last error so that a later unrelated call does not report it again. */
+static int cuda_fail(const orin_device *dev, const char *what, cudaError_t err)
+{
+    (void)cudaGetLastError();
+    return orin_error_set("cuda:%d: %s: %s", dev->index, what, cudaGetErrorString(err));
+}
+
+static cudaStream_t stream_of(const orin_device *dev)
+{
+    return (cudaStream_t)dev->stream;
+}
+
+int orin_cuda_device_count(char *why, size_t why_cap)
+{
+    int n = 0;
+    cudaError_t err = cudaGetDeviceCount(&n);
+    if (err != cudaSuccess) {
+        snprintf(why, why_cap, "cudaGetDeviceCount: %s", cudaGetErrorString(err));
+        (void)cudaGetLastError();
+        return -1;
+    }
+    if (n <= 0) {
+        snprintf(why, why_cap, "cudaGetDeviceCount: 0 devices");
+        return 0;
+    }
+    return n;
+}
+
+static void *cuda_alloc(orin_device *dev, size_t bytes)
+{
+    void *p = NULL;
+    /* The current device is per thread: make it ours before allocating. */
+    cudaError_t err = cudaSetDevice(dev->index);
+    if (err != cudaSuccess) {
+        cuda_fail(dev, "cudaSetDevice", err);
+        return NULL;
+    }
+    /* cudaMalloc(0) may succeed with NULL; NULL must mean failure here. */
+    err = cudaMalloc(&p, bytes ? bytes : 1);
+    if (err != cudaSuccess) {
+        char what[64];
+        snprintf(what, sizeof what, "cudaMalloc of %zu bytes", bytes);
+        cuda_fail(dev, what, err);
+        return NULL;
+    }
+    return p;
+}
+
+static void cuda_free(orin_device *dev, void *ptr)
+{
+    if (!ptr)
+        return;
+    cudaError_t err = cudaFree(ptr);
+    if (err != cudaSuccess) {
+        cuda_fail(dev, "cudaFree", err);
+        orin_log(ORIN_LOG_WARN, "%s", orin_error());
+    }
+}
+
+static int cuda_copy(orin_device *dev, void *dst, const void *src, size_t bytes,
+                     enum cudaMemcpyKind kind, bool wait)
+{
+    if (!bytes)
+        return 0;
+    if (!dst || !src)
+        return orin_error_set("cuda:%d: copy of %zu bytes with a NULL pointer", dev->index,
+                              bytes);
+    cudaError_t err = cudaMemcpyAsync(dst, src, bytes, kind, stream_of(dev));
+    if (err != cudaSuccess)
+        return cuda_fail(dev, "cudaMemcpyAsync", err);
+    if (wait) {
+        err = cudaStreamSynchronize(stream_of(dev));
+        if (err != cudaSuccess)
+            return cuda_fail(dev, "cudaStreamSynchronize after a copy", err);
+    }
+    return 0;
+}
+
+static int cuda_copy_h2d(orin_device *dev, void *dst, const void *src, size_t bytes)
+{
+    return cuda_copy(dev, dst, src, bytes, cudaMemcpyHostToDevice, true);
+}
+
+static int cuda_copy_d2h(orin_device *dev, void *dst, const void *src, size_t bytes)
+{
+    return cuda_copy(dev, dst, src, bytes, cudaMemcpyDeviceToHost, true);
+}
+
+static int cuda_copy_d2d(orin_device *dev, void *dst, const void *src, size_t bytes)
+{
+    return cuda_copy(dev, dst, src, bytes, cudaMemcpyDeviceToDevice, false);
+}
+
+static int cuda_memset(orin_device *dev, void *dst, int value, size_t bytes)
+{
+    if (!bytes)
+        return 0;
+    if (!dst)
+        return orin_error_set("cuda:%d: memset of %zu bytes at NULL", dev->index, bytes);
+    cudaError_t err = cudaMemsetAsync(dst, value, bytes, stream_of(dev));
+    if (err != cudaSuccess)
+        return cuda_fail(dev, "cudaMemsetAsync", err);
+    return 0;
+}
+
+static int cuda_synchronize(orin_device *dev)
+{
+    cudaError_t err = cudaStreamSynchronize(stream_of(dev));
+    if (err != cudaSuccess)
+        return cuda_fail(dev, "cudaStreamSynchronize", err);
+    return 0;
+}
+
+static void cuda_destroy(orin_device *dev)
+{
+    cudaError_t err = cudaStreamSynchronize(stream_of(dev));
+    if (err == cudaSuccess)
+        err = cudaStreamDestroy(stream_of(dev));
+    if (err != cudaSuccess) {
+        cuda_fail(dev, "closing the stream", err);
+        orin_log(ORIN_LOG_WARN, "%s", orin_error());
+    }
+    free(dev);
+}
+
+static const orin_device_ops cuda_ops = {
+    .version = 1,
+    .alloc = cuda_alloc,
+    .free = cuda_free,
+    .copy_h2d = cuda_copy_h2d,
+    .copy_d2h = cuda_copy_d2h,
+    .copy_d2d = cuda_copy_d2d,
+    .memset = cuda_memset,
+    .synchronize = cuda_synchronize,
+    .destroy = cuda_destroy,
+};
+
+/* Peak bandwidth from the memory clock (kHz) and bus width (bits), both double
+ * data rate: 2 * clock * width / 8 bytes per second. 0 when either is unknown. */
+static double peak_bandwidth_gbs(int index)
+{
+    int clock_khz = 0, bus_bits = 0;
+    if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, index) != cudaSuccess ||
+        cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, index) !=
+            cudaSuccess) {
+        (void)cudaGetLastError();
+        orin_log(ORIN_LOG_DEBUG, "cuda:%d: memory clock or bus width unknown", index);
+        return 0.0;
+    }
+    if (clock_khz <= 0 || bus_bits <= 0)
+        return 0.0;
+    return 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / 1e9;
+}
+
+orin_device *orin_cuda_device_open(int index)
+{
+    orin_device probe = {.index = index}; /* for error messages until dev exists */
+    struct cudaDeviceProp prop;
+    cudaStream_t stream = NULL;
+    orin_device *dev = NULL;
+
+    cudaError_t err = cudaSetDevice(index);
+    if (err != cudaSuccess) {
+        cuda_fail(&probe, "cudaSetDevice", err);
+        return NULL;
+    }
+    err = cudaGetDeviceProperties(&prop, index);
+    if (err != cudaSuccess) {
+        cuda_fail(&probe, "cudaGetDeviceProperties", err);
+        return NULL;
+    }
+    err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    if (err != cudaSuccess) {
+        cuda_fail(&probe, "cudaStreamCreateWithFlags", err);
+        return NULL;
+    }
+    dev = calloc(1, sizeof *dev);
+    if (!dev) {
+        orin_error_set("cuda:%d: out of memory", index);
+        goto fail;
+    }
+    *dev = (orin_device){
+        .ops = &cuda_ops,
+        .kind = ORIN_DEVICE_CUDA,
+        .index = index,
+        .stream = stream,
+        .threads = 0,
+        .mem_bandwidth_gbs = peak_bandwidth_gbs(index),
+        .impl = NULL,
+    };
+    prop.name[sizeof prop.name - 1] = '\0';
+    /* dev->name is 64 bytes; GPU names are shorter than the precision. */
+    snprintf(dev->name, sizeof dev->name, "cuda:%d (%.40s)", index, prop.name);
+    return dev;
+
+fail:
+    if (cudaStreamDestroy(stream) != cudaSuccess)
+        (void)cudaGetLastError();
+    return NULL;
+}

@@ -1,0 +1,177 @@
+/* Devices: the host device built into the core, and opening a device by name. */
+#include "orin/device.h"
+#include "orin/error.h"
+#include "device_internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the host device ---- */
+
+/* 64 bytes: a cache line, and enough for the widest SIMD loads (AVX-512). */
+#define HOST_ALIGN 64
+
+static void *host_alloc(orin_device *dev, size_t bytes)
+{
+    /* Round up to the alignment (aligned_alloc wants a multiple of it), and
+     * give zero-byte requests a real block so that NULL always means failure. */
+    if (bytes > SIZE_MAX - HOST_ALIGN) {
+        orin_error_set("cpu: cannot allocate %zu bytes: too large", bytes);
+        return NULL;
+    }
+    size_t rounded = bytes ? (bytes + HOST_ALIGN - 1) / HOST_ALIGN * HOST_ALIGN : HOST_ALIGN;
+    void *p = aligned_alloc(HOST_ALIGN, rounded);
+    if (!p)
+        orin_error_set("cpu: cannot allocate %zu bytes: out of memory", bytes);
+    return p;
+}
+
+static void host_free(orin_device *dev, void *ptr)
+{
+    free(ptr);
+}
+
+static int host_copy(orin_device *dev, void *dst, const void *src, size_t bytes)
+{
+    if (bytes && (!dst || !src))
+        return orin_error_set("cpu: copy of %zu bytes with a NULL pointer", bytes);
+    /* memmove: a device-to-device copy within one buffer may overlap. */
+    if (bytes)
+        memmove(dst, src, bytes);
+    return 0;
+}
+
+static int host_memset(orin_device *dev, void *dst, int value, size_t bytes)
+{
+    if (bytes && !dst)
+        return orin_error_set("cpu: memset of %zu bytes at NULL", bytes);
+    if (bytes)
+        memset(dst, value, bytes);
+    return 0;
+}
+
+static int host_synchronize(orin_device *dev)
+{
+    return 0; /* host ops run to completion before they return */
+}
+
+static const orin_device_ops host_ops = {
+    .version = 1,
+    .alloc = host_alloc,
+    .free = host_free,
+    .copy_h2d = host_copy,
+    .copy_d2h = host_copy,
+    .copy_d2d = host_copy,
+    .memset = host_memset,
+    .synchronize = host_synchronize,
+    .destroy = NULL, /* the singleton lives as long as the process */
+};
+
+static orin_device host_device = {
+    .ops = &host_ops,
+    .kind = ORIN_DEVICE_CPU,
+    .index = 0,
+    .name = "cpu",
+    .stream = NULL,
+    .threads = 0,
+    .mem_bandwidth_gbs = 0.0,
+    .impl = NULL,
+};
+
+orin_device *orin_device_cpu(void)
+{
+    return &host_device;
+}
+
+/* ---- CUDA, where built ---- */
+
+#ifdef ORIN_HAVE_CUDA
+
+bool orin_cuda_available(void)
+{
+    char why[256];
+    return orin_cuda_device_count(why, sizeof why) > 0;
+}
+
+static orin_device *open_cuda(int index)
+{
+    char why[256];
+    int n = orin_cuda_device_count(why, sizeof why);
+    if (n <= 0) {
+        orin_error_set("cuda: no CUDA device found (%s)", why);
+        return NULL;
+    }
+    if (index >= n) {
+        orin_error_set("cuda:%d: no such device (%d CUDA device%s found)", index, n,
+                       n == 1 ? "" : "s");
+        return NULL;
+    }
+    return orin_cuda_device_open(index);
+}
+
+#else
+
+bool orin_cuda_available(void)
+{
+    return false;
+}
+
+static orin_device *open_cuda(int index)
+{
+    orin_error_set("cuda: this build has no CUDA support (rebuild where nvcc is found)");
+    return NULL;
+}
+
+#endif
+
+/* "cuda" is GPU 0; "cuda:N" picks one. Returns the index, or -1 when the text
+ * after "cuda:" is not a small non-negative integer. */
+static int parse_cuda_index(const char *name)
+{
+    if (name[4] == '\0')
+        return 0;
+    const char *digits = name + 5;
+    if (name[4] != ':' || *digits < '0' || *digits > '9')
+        return -1;
+    char *end;
+    errno = 0;
+    long index = strtol(digits, &end, 10);
+    if (errno || *end || index > INT_MAX)
+        return -1;
+    return (int)index;
+}
+
+orin_device *orin_device_open(const char *name)
+{
+    if (!name) {
+        orin_error_set("device: no name given (expected cpu, cuda or auto)");
+        return NULL;
+    }
+    if (strcmp(name, "cpu") == 0)
+        return orin_device_cpu();
+    if (strcmp(name, "auto") == 0) {
+        if (orin_cuda_available())
+            return open_cuda(0);
+        orin_log(ORIN_LOG_DEBUG, "device auto: no CUDA device, using the cpu");
+        return orin_device_cpu();
+    }
+    if (strncmp(name, "cuda", 4) == 0) {
+        int index = parse_cuda_index(name);
+        if (index >= 0)
+            return open_cuda(index);
+    }
+    orin_error_set("device \"%s\": unknown device (expected cpu, cuda, cuda:N or auto)", name);
+    return NULL;
+}
+
+void orin_device_close(orin_device *dev)
+{
+    if (!dev || dev == &host_device)
+        return;
+    if (dev->ops && dev->ops->destroy)
+        dev->ops->destroy(dev);
+}

@@ -1,0 +1,437 @@
+/* config.json of the Hugging Face Qwen2 / Qwen3 causal LMs.
+ *
+ * Defaults follow transformers (models/qwen2, models/qwen3 configuration and
+ * modeling code), so that a config which leaves a field out means what it means
+ * to transformers:
+ *   - num_key_value_heads absent is the dataclass default 32; null is
+ *     num_attention_heads (the __post_init__ rule).
+ *   - head_dim absent: Qwen2 uses hidden/heads (getattr fallback in the attention
+ *     module), Qwen3 the dataclass default 128.
+ *   - Qwen2 attention always has q/k/v biases (bias=True is hard-coded; an
+ *     "attention_bias" key in the config is ignored by transformers, so here too).
+ *   - RoPE: rope_scaling (old) or rope_parameters (new); rope_theta inside that
+ *     dict wins over the top-level key; default 10000.
+ *   - Sliding window attention only exists when use_sliding_window is true, a
+ *     sliding_window is set and some layer >= max_window_layers (or listed in
+ *     layer_types) is a sliding layer. Only then is it rejected.
+ */
+#include "orin/model_config.h"
+#include "orin/error.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The transformers defaults for fields a config may leave out. */
+#define QWEN_DEFAULT_KV_HEADS 32
+#define QWEN3_DEFAULT_HEAD_DIM 128
+#define QWEN_DEFAULT_MAX_POS 32768
+#define QWEN_DEFAULT_RMS_EPS 1e-6
+#define QWEN_DEFAULT_ROPE_THETA 10000.0
+#define QWEN_DEFAULT_MAX_WINDOW_LAYERS 28
+
+static const cJSON *field(const cJSON *root, const char *key)
+{
+    return cJSON_GetObjectItemCaseSensitive(root, key);
+}
+
+/* A JSON value rendered for an error message ("yarn", 3.5, [1,2], ...). */
+static void describe(const cJSON *v, char *buf, size_t cap)
+{
+    char *s = cJSON_PrintUnformatted(v);
+    snprintf(buf, cap, "%s", s ? s : "?");
+    if (strlen(buf) == cap - 1 && cap > 4)
+        memcpy(buf + cap - 4, "...", 4);
+    free(s);
+}
+
+static int bad_value(const char *name, const char *key, const cJSON *v, const char *why)
+{
+    char val[96];
+    describe(v, val, sizeof val);
+    return orin_error_set("%s: %s = %s: %s", name, key, val, why);
+}
+
+static bool is_null_or_absent(const cJSON *v)
+{
+    return !v || cJSON_IsNull(v);
+}
+
+/* An integer in [min, INT32_MAX]; `fallback` when absent or null (if allowed). */
+static int get_int(const cJSON *root, const char *key, const char *name, bool required,
+                   int32_t fallback, int32_t min, int32_t *out)
+{
+    const cJSON *v = field(root, key);
+    if (is_null_or_absent(v)) {
+        if (required)
+            return orin_error_set("%s: missing field '%s'", name, key);
+        *out = fallback;
+        return 0;
+    }
+    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble))
+        return bad_value(name, key, v, "not an integer");
+    if (v->valuedouble > INT32_MAX)
+        return bad_value(name, key, v, "too large");
+    if (v->valuedouble < min)
+        return bad_value(name, key, v, min > 0 ? "must be positive" : "must not be negative");
+    *out = (int32_t)v->valuedouble;
+    return 0;
+}
+
+static int get_positive_double(const cJSON *v, const char *key, const char *name, double fallback,
+                               double *out)
+{
+    if (is_null_or_absent(v)) {
+        *out = fallback;
+        return 0;
+    }
+    if (!cJSON_IsNumber(v))
+        return bad_value(name, key, v, "not a number");
+    if (!(v->valuedouble > 0) || !isfinite(v->valuedouble))
+        return bad_value(name, key, v, "must be positive");
+    *out = v->valuedouble;
+    return 0;
+}
+
+static int get_bool(const cJSON *root, const char *key, const char *name, bool fallback, bool *out)
+{
+    const cJSON *v = field(root, key);
+    if (is_null_or_absent(v)) {
+        *out = fallback;
+        return 0;
+    }
+    if (!cJSON_IsBool(v))
+        return bad_value(name, key, v, "not true or false");
+    *out = cJSON_IsTrue(v);
+    return 0;
+}
+
+static int parse_arch(const cJSON *root, const char *name, orin_model_config *cfg)
+{
+    static const struct {
+        const char *architecture, *model_type;
+        orin_arch arch;
+    } known[] = {
+        {"Qwen2ForCausalLM", "qwen2", ORIN_ARCH_QWEN2},
+        {"Qwen3ForCausalLM", "qwen3", ORIN_ARCH_QWEN3},
+    };
+    const cJSON *archs = field(root, "architectures");
+    const cJSON *type = field(root, "model_type");
+    const char *want = NULL, *key;
+
+    if (cJSON_IsArray(archs) && cJSON_GetArraySize(archs) > 0) {
+        const cJSON *first = cJSON_GetArrayItem(archs, 0);
+        if (!cJSON_IsString(first))
+            return bad_value(name, "architectures[0]", first, "not a string");
+        want = first->valuestring;
+        key = "architectures[0]";
+        for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+            if (strcmp(want, known[i].architecture) == 0) {
+                cfg->arch = known[i].arch;
+                snprintf(cfg->architecture, sizeof cfg->architecture, "%s", want);
+                return 0;
+            }
+        }
+    } else if (!is_null_or_absent(archs) && !cJSON_IsArray(archs)) {
+        return bad_value(name, "architectures", archs, "not a list");
+    } else if (cJSON_IsString(type)) {
+        want = type->valuestring;
+        key = "model_type";
+        for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+            if (strcmp(want, known[i].model_type) == 0) {
+                cfg->arch = known[i].arch;
+                snprintf(cfg->architecture, sizeof cfg->architecture, "%s", known[i].architecture);
+                return 0;
+            }
+        }
+    } else {
+        return orin_error_set("%s: missing field 'architectures' (and no 'model_type')", name);
+    }
+    return orin_error_set("%s: %s: unsupported architecture '%s' (orin runs Qwen2ForCausalLM, "
+                          "Qwen3ForCausalLM)", name, key, want);
+}
+
+/* The RoPE dict: rope_scaling when set (transformers gives it priority), else
+ * rope_parameters; possibly nested per layer type ({"full_attention": {...}}). */
+static int parse_rope(const cJSON *root, const char *name, orin_model_config *cfg)
+{
+    const char *dict_key = "rope_scaling";
+    const cJSON *dict = field(root, dict_key);
+    if (is_null_or_absent(dict) || (cJSON_IsObject(dict) && !dict->child)) {
+        dict_key = "rope_parameters";
+        dict = field(root, dict_key);
+    }
+    if (!is_null_or_absent(dict) && !cJSON_IsObject(dict))
+        return bad_value(name, dict_key, dict, "not an object");
+    char key[64];
+    if (cJSON_IsObject(field(dict, "full_attention"))) {
+        dict = field(dict, "full_attention");
+        dict_key = "rope_parameters.full_attention";
+    }
+
+    const cJSON *type = field(dict, "rope_type");
+    const char *type_key = "rope_type";
+    if (is_null_or_absent(type)) {
+        type = field(dict, "type");
+        type_key = "type";
+    }
+    snprintf(key, sizeof key, "%s.%s", dict_key, type_key);
+    if (!is_null_or_absent(type)) {
+        if (!cJSON_IsString(type))
+            return bad_value(name, key, type, "not a string");
+        if (strcmp(type->valuestring, "default") != 0)
+            return orin_error_set("%s: %s: unsupported rope type '%s' (only 'default')", name, key,
+                                  type->valuestring);
+    }
+
+    const cJSON *prf = field(dict, "partial_rotary_factor");
+    const char *prf_key = "partial_rotary_factor";
+    if (is_null_or_absent(prf))
+        prf = field(root, "partial_rotary_factor");
+    else
+        prf_key = "rope_parameters.partial_rotary_factor";
+    if (!is_null_or_absent(prf) && !(cJSON_IsNumber(prf) && prf->valuedouble == 1.0))
+        return bad_value(name, prf_key, prf, "partial rotary embeddings are not supported");
+
+    const cJSON *theta = field(dict, "rope_theta");
+    if (!is_null_or_absent(theta)) {
+        snprintf(key, sizeof key, "%s.rope_theta", dict_key);
+        return get_positive_double(theta, key, name, QWEN_DEFAULT_ROPE_THETA, &cfg->rope_theta);
+    }
+    return get_positive_double(field(root, "rope_theta"), "rope_theta", name,
+                               QWEN_DEFAULT_ROPE_THETA, &cfg->rope_theta);
+}
+
+static int parse_sliding_window(const cJSON *root, const char *name, const orin_model_config *cfg)
+{
+    bool use = false;
+    if (get_bool(root, "use_sliding_window", name, false, &use))
+        return -1;
+    const cJSON *window = field(root, "sliding_window");
+    bool has_window = use && !is_null_or_absent(window);
+
+    const cJSON *types = field(root, "layer_types");
+    if (!is_null_or_absent(types)) {
+        if (!cJSON_IsArray(types))
+            return bad_value(name, "layer_types", types, "not a list");
+        int i = 0;
+        const cJSON *t;
+        cJSON_ArrayForEach(t, types) {
+            if (!cJSON_IsString(t) || strcmp(t->valuestring, "full_attention") != 0) {
+                char key[48];
+                snprintf(key, sizeof key, "layer_types[%d]", i);
+                return bad_value(name, key, t, "only full_attention layers are supported");
+            }
+            i++;
+        }
+        return 0;
+    }
+    if (!has_window)
+        return 0;
+    int32_t max_window_layers;
+    if (get_int(root, "max_window_layers", name, false, QWEN_DEFAULT_MAX_WINDOW_LAYERS, 0,
+                &max_window_layers))
+        return -1;
+    if (max_window_layers < cfg->num_hidden_layers)
+        return orin_error_set("%s: use_sliding_window = true: sliding window attention is not "
+                              "supported (layers %d..%d would use it; max_window_layers = %d)",
+                              name, max_window_layers, cfg->num_hidden_layers - 1,
+                              max_window_layers);
+    return 0;
+}
+
+static int parse_dtype(const cJSON *root, const char *name, orin_model_config *cfg)
+{
+    static const struct {
+        const char *name;
+        orin_dtype dtype;
+    } known[] = {
+        {"float32", ORIN_F32}, {"float16", ORIN_F16}, {"bfloat16", ORIN_BF16},
+    };
+    const char *key = "dtype";
+    const cJSON *v = field(root, key);
+    if (is_null_or_absent(v)) {
+        key = "torch_dtype";
+        v = field(root, key);
+    }
+    cfg->torch_dtype = ORIN_F32; /* transformers loads float32 when none is given */
+    if (is_null_or_absent(v))
+        return 0;
+    if (!cJSON_IsString(v))
+        return bad_value(name, key, v, "not a string");
+    const char *s = v->valuestring;
+    if (strncmp(s, "torch.", 6) == 0)
+        s += 6;
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+        if (strcmp(s, known[i].name) == 0) {
+            cfg->torch_dtype = known[i].dtype;
+            return 0;
+        }
+    }
+    return bad_value(name, key, v, "unsupported dtype (float32, float16, bfloat16)");
+}
+
+static int token_id(const cJSON *v, const char *key, const char *name, int32_t *out)
+{
+    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 0 ||
+        v->valuedouble > INT32_MAX)
+        return bad_value(name, key, v, "not a token id");
+    *out = (int32_t)v->valuedouble;
+    return 0;
+}
+
+static int parse_special_tokens(const cJSON *root, const char *name, orin_model_config *cfg)
+{
+    const cJSON *bos = field(root, "bos_token_id");
+    cfg->bos_token_id = -1;
+    if (!is_null_or_absent(bos) && token_id(bos, "bos_token_id", name, &cfg->bos_token_id))
+        return -1;
+
+    const cJSON *eos = field(root, "eos_token_id");
+    cfg->n_eos = 0;
+    if (is_null_or_absent(eos))
+        return 0;
+    if (!cJSON_IsArray(eos))
+        return token_id(eos, "eos_token_id", name, &cfg->eos_token_ids[cfg->n_eos++]);
+    if (cJSON_GetArraySize(eos) > ORIN_MAX_EOS)
+        return orin_error_set("%s: eos_token_id: %d ids, at most %d are supported", name,
+                              cJSON_GetArraySize(eos), ORIN_MAX_EOS);
+    const cJSON *id;
+    cJSON_ArrayForEach(id, eos) {
+        if (token_id(id, "eos_token_id", name, &cfg->eos_token_ids[cfg->n_eos++]))
+            return -1;
+    }
+    return 0;
+}
+
+static int parse_sizes(const cJSON *root, const char *name, orin_model_config *cfg)
+{
+    if (get_int(root, "hidden_size", name, true, 0, 1, &cfg->hidden_size) ||
+        get_int(root, "intermediate_size", name, true, 0, 1, &cfg->intermediate_size) ||
+        get_int(root, "num_hidden_layers", name, true, 0, 1, &cfg->num_hidden_layers) ||
+        get_int(root, "num_attention_heads", name, true, 0, 1, &cfg->num_attention_heads) ||
+        get_int(root, "vocab_size", name, true, 0, 1, &cfg->vocab_size) ||
+        get_int(root, "max_position_embeddings", name, false, QWEN_DEFAULT_MAX_POS, 1,
+                &cfg->max_position_embeddings))
+        return -1;
+
+    /* Absent: the dataclass default; null: __post_init__ copies the head count. */
+    const cJSON *kv = field(root, "num_key_value_heads");
+    int32_t kv_default = kv ? cfg->num_attention_heads : QWEN_DEFAULT_KV_HEADS;
+    if (get_int(root, "num_key_value_heads", name, false, kv_default, 1, &cfg->num_key_value_heads))
+        return -1;
+    if (cfg->num_attention_heads % cfg->num_key_value_heads != 0)
+        return orin_error_set("%s: num_key_value_heads = %d%s does not divide num_attention_heads = %d",
+                              name, cfg->num_key_value_heads,
+                              kv ? "" : " (absent: the transformers default)",
+                              cfg->num_attention_heads);
+
+    const cJSON *hd = field(root, "head_dim");
+    if (cfg->arch == ORIN_ARCH_QWEN3 && !hd) {
+        cfg->head_dim = QWEN3_DEFAULT_HEAD_DIM;
+    } else if (is_null_or_absent(hd)) {
+        if (cfg->hidden_size % cfg->num_attention_heads != 0)
+            return orin_error_set("%s: hidden_size = %d is not divisible by num_attention_heads = %d "
+                                  "(and no head_dim)", name, cfg->hidden_size,
+                                  cfg->num_attention_heads);
+        cfg->head_dim = cfg->hidden_size / cfg->num_attention_heads;
+    } else if (get_int(root, "head_dim", name, true, 0, 1, &cfg->head_dim)) {
+        return -1;
+    }
+    /* RoPE rotates pairs (i, i + head_dim/2). */
+    if (cfg->head_dim % 2 != 0)
+        return orin_error_set("%s: head_dim = %d: must be even for rotary embeddings", name,
+                              cfg->head_dim);
+    return 0;
+}
+
+static bool only_spaces(const char *p, const char *end)
+{
+    for (; p < end; p++)
+        if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r' && *p != '\0')
+            return false;
+    return true;
+}
+
+int orin_model_config_parse(const char *json, size_t len, const char *name, orin_model_config *out)
+{
+    int rc = -1;
+    orin_model_config cfg = {0};
+    if (!name)
+        name = "config.json";
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
+    if (!root || !only_spaces(end, json + len)) {
+        orin_error_set("%s: not valid JSON", name);
+        goto out;
+    }
+    if (!cJSON_IsObject(root)) {
+        orin_error_set("%s: not a JSON object", name);
+        goto out;
+    }
+    if (parse_arch(root, name, &cfg) || parse_sizes(root, name, &cfg) ||
+        get_positive_double(field(root, "rms_norm_eps"), "rms_norm_eps", name,
+                            QWEN_DEFAULT_RMS_EPS, &cfg.rms_norm_eps) ||
+        parse_rope(root, name, &cfg) || parse_sliding_window(root, name, &cfg) ||
+        get_bool(root, "tie_word_embeddings", name, false, &cfg.tie_word_embeddings) ||
+        parse_dtype(root, name, &cfg) || parse_special_tokens(root, name, &cfg))
+        goto out;
+
+    if (cfg.arch == ORIN_ARCH_QWEN2) {
+        cfg.attention_bias = true;
+        cfg.qk_norm = false;
+    } else {
+        if (get_bool(root, "attention_bias", name, false, &cfg.attention_bias))
+            goto out;
+        cfg.qk_norm = true;
+    }
+    *out = cfg;
+    rc = 0;
+out:
+    cJSON_Delete(root);
+    return rc;
+}
+
+int orin_model_config_load(const char *model_dir, orin_model_config *out)
+{
+    char path[4096];
+    int rc = -1;
+    char *buf = NULL;
+    FILE *f = NULL;
+
+    if (snprintf(path, sizeof path, "%s/config.json", model_dir) >= (int)sizeof path)
+        return orin_error_set("%s: path too long", model_dir);
+    f = fopen(path, "rb");
+    if (!f)
+        return orin_error_set("%s: %s", path, strerror(errno));
+    if (fseek(f, 0, SEEK_END) != 0) {
+        orin_error_set("%s: %s", path, strerror(errno));
+        goto out;
+    }
+    long size = ftell(f);
+    /* A config.json is a few KB; anything huge is not one. */
+    if (size < 0 || size > (16L << 20)) {
+        orin_error_set("%s: unexpected size %ld bytes", path, size);
+        goto out;
+    }
+    rewind(f);
+    buf = malloc((size_t)size + 1);
+    if (!buf) {
+        orin_error_set("%s: out of memory", path);
+        goto out;
+    }
+    if (fread(buf, 1, (size_t)size, f) != (size_t)size) {
+        orin_error_set("%s: read error", path);
+        goto out;
+    }
+    buf[size] = '\0';
+    rc = orin_model_config_parse(buf, (size_t)size, path, out);
+out:
+    free(buf);
+    fclose(f);
+    return rc;
+}

@@ -1,0 +1,180 @@
+/* Argument checks shared by op implementations: see orin/op_check.h. */
+#include "orin/op_check.h"
+#include "orin/error.h"
+
+#include <math.h>
+
+/* Bytes above which a tensor is surely a corrupted shape, not a real one; keeps
+ * every size computation below far away from int64 overflow. */
+#define MAX_TENSOR_BYTES (INT64_C(1) << 62)
+
+int orin_check_exec(const char *label, const orin_exec *ex, orin_device_kind device)
+{
+    if (!ex || !ex->device)
+        return orin_error_set("%s: no exec device", label);
+    if (ex->device->kind != device)
+        return orin_error_set("%s: exec device is %s, this implementation runs on %s", label,
+                              orin_device_kind_name(ex->device->kind),
+                              orin_device_kind_name(device));
+    return 0;
+}
+
+int orin_check_tensor(const char *label, const char *name, const orin_tensor *t,
+                      orin_device_kind device, orin_dtype dt, int min_ndim, int max_ndim)
+{
+    if (!t->data)
+        return orin_error_set("%s: %s: no data (NULL pointer)", label, name);
+    if (t->device != device)
+        return orin_error_set("%s: %s: on %s, expected %s", label, name,
+                              orin_device_kind_name(t->device), orin_device_kind_name(device));
+    if (t->dtype != dt)
+        return orin_error_set("%s: %s: dtype %s, expected %s", label, name,
+                              orin_dtype_name(t->dtype), orin_dtype_name(dt));
+    if (t->ndim < min_ndim || t->ndim > max_ndim || t->ndim > ORIN_MAX_DIMS) {
+        if (min_ndim == max_ndim)
+            return orin_error_set("%s: %s: %d dimensions, expected %d", label, name, t->ndim,
+                                  min_ndim);
+        return orin_error_set("%s: %s: %d dimensions, expected %d to %d", label, name, t->ndim,
+                              min_ndim, max_ndim);
+    }
+    int64_t bytes = (int64_t)orin_dtype_size(dt);
+    for (int i = 0; i < t->ndim; i++) {
+        if (t->shape[i] < 1)
+            return orin_error_set("%s: %s: dimension %d is %lld", label, name, i,
+                                  (long long)t->shape[i]);
+        if (t->shape[i] > MAX_TENSOR_BYTES / bytes)
+            return orin_error_set("%s: %s: too large", label, name);
+        bytes *= t->shape[i];
+    }
+    if (!orin_tensor_is_contiguous(t))
+        return orin_error_set("%s: %s: not contiguous (strides do not match the shape)", label,
+                              name);
+    return 0;
+}
+
+int orin_check_dim(const char *label, const char *name, const orin_tensor *t, int dim,
+                   int64_t want)
+{
+    int d = dim < 0 ? t->ndim + dim : dim;
+    if (d < 0 || d >= t->ndim)
+        return orin_error_set("%s: %s: has no dimension %d", label, name, dim);
+    if (t->shape[d] != want)
+        return orin_error_set("%s: %s: dimension %d is %lld, expected %lld", label, name, d,
+                              (long long)t->shape[d], (long long)want);
+    return 0;
+}
+
+int orin_check_same_shape(const char *label, const char *a_name, const orin_tensor *a,
+                          const char *b_name, const orin_tensor *b)
+{
+    if (a->ndim != b->ndim)
+        return orin_error_set("%s: %s has %d dimensions, %s has %d", label, b_name, b->ndim,
+                              a_name, a->ndim);
+    for (int i = 0; i < a->ndim; i++) {
+        if (a->shape[i] != b->shape[i])
+            return orin_error_set("%s: %s: dimension %d is %lld, %s has %lld", label, b_name, i,
+                                  (long long)b->shape[i], a_name, (long long)a->shape[i]);
+    }
+    return 0;
+}
+
+int orin_check_alias(const char *label, const char *out_name, const orin_tensor *out,
+                     const char *in_name, const orin_tensor *in, bool may_alias)
+{
+    uintptr_t o = (uintptr_t)out->data, i = (uintptr_t)in->data;
+    size_t on = orin_tensor_nbytes(out), in_bytes = orin_tensor_nbytes(in);
+    if (o + on <= i || i + in_bytes <= o)
+        return 0;
+    if (may_alias && o == i && on == in_bytes)
+        return 0;
+    if (may_alias)
+        return orin_error_set("%s: %s partly overlaps %s (only the same memory may be shared)",
+                              label, out_name, in_name);
+    return orin_error_set("%s: %s overlaps %s", label, out_name, in_name);
+}
+
+int64_t orin_tensor_rows(const orin_tensor *t)
+{
+    if (t->ndim < 1 || t->shape[t->ndim - 1] < 1)
+        return 0;
+    return orin_tensor_numel(t) / t->shape[t->ndim - 1];
+}
+
+/* Rows of head_dim elements at p * pos_stride + h * head_stride must not overlap.
+ * Order the two dimensions by stride: the one with the smaller stride steps over
+ * whole rows, the larger one steps over all of the smaller one's rows. */
+static bool kv_rows_disjoint(const orin_kv_view *kv)
+{
+    bool pos_inner = kv->pos_stride <= kv->head_stride;
+    double inner_stride = (double)(pos_inner ? kv->pos_stride : kv->head_stride);
+    double outer_stride = (double)(pos_inner ? kv->head_stride : kv->pos_stride);
+    int64_t inner_count = pos_inner ? kv->capacity : kv->n_kv_heads;
+    int64_t outer_count = pos_inner ? kv->n_kv_heads : kv->capacity;
+
+    if (inner_count > 1 && inner_stride < kv->head_dim)
+        return false;
+    if (outer_count > 1 && outer_stride < inner_stride * (double)(inner_count - 1) + kv->head_dim)
+        return false;
+    return true;
+}
+
+/* The largest element offset the view addresses stays far below int64 overflow. */
+static bool kv_extent_ok(const orin_kv_view *kv)
+{
+    double last = (double)(kv->capacity - 1) * (double)kv->pos_stride +
+                  (double)(kv->n_kv_heads - 1) * (double)kv->head_stride + kv->head_dim;
+    return last < (double)MAX_TENSOR_BYTES / 8;
+}
+
+int orin_check_kv_view(const char *label, const orin_kv_view *kv, orin_dtype dt,
+                       int64_t head_dim)
+{
+    if (!kv->k || !kv->v)
+        return orin_error_set("%s: kv cache: no data (NULL pointer)", label);
+    if (kv->dtype != dt)
+        return orin_error_set("%s: kv cache: dtype %s, expected %s", label,
+                              orin_dtype_name(kv->dtype), orin_dtype_name(dt));
+    if (kv->n_kv_heads < 1 || kv->capacity < 1)
+        return orin_error_set("%s: kv cache: %d kv heads, capacity %d", label, kv->n_kv_heads,
+                              kv->capacity);
+    if (kv->head_dim != head_dim)
+        return orin_error_set("%s: kv cache: head_dim %d, the call has %lld", label,
+                              kv->head_dim, (long long)head_dim);
+    if (kv->pos_stride < 1 || kv->head_stride < 1)
+        return orin_error_set("%s: kv cache: strides must be positive (pos %lld, head %lld)",
+                              label, (long long)kv->pos_stride, (long long)kv->head_stride);
+    if (!kv_rows_disjoint(kv))
+        return orin_error_set("%s: kv cache: strides (pos %lld, head %lld) make rows of %d "
+                              "elements overlap", label, (long long)kv->pos_stride,
+                              (long long)kv->head_stride, kv->head_dim);
+    if (!kv_extent_ok(kv))
+        return orin_error_set("%s: kv cache: too large", label);
+    return 0;
+}
+
+int orin_check_attention(const char *label, const orin_attention_args *a,
+                         orin_device_kind device, orin_dtype dt, bool decode)
+{
+    if (!a)
+        return orin_error_set("%s: no arguments", label);
+    if (orin_check_tensor(label, "q", &a->q, device, dt, 3, 3) ||
+        orin_check_tensor(label, "out", &a->out, device, dt, 3, 3) ||
+        orin_check_same_shape(label, "q", &a->q, "out", &a->out) ||
+        orin_check_tensor(label, "positions", &a->positions, device, ORIN_I32, 1, 1) ||
+        orin_check_dim(label, "positions", &a->positions, 0, a->q.shape[0]))
+        return -1;
+    if (decode && a->q.shape[0] != 1)
+        return orin_error_set("%s: q: %lld tokens, decode takes 1", label,
+                              (long long)a->q.shape[0]);
+    if (orin_check_kv_view(label, &a->cache, dt, a->q.shape[2]))
+        return -1;
+    if (a->q.shape[1] % a->cache.n_kv_heads != 0)
+        return orin_error_set("%s: %lld query heads are not a multiple of %d kv heads", label,
+                              (long long)a->q.shape[1], a->cache.n_kv_heads);
+    if (!isfinite(a->scale) || a->scale <= 0.0f)
+        return orin_error_set("%s: scale %g is not a positive number", label, a->scale);
+    if (a->max_kv_len < 1 || a->max_kv_len > a->cache.capacity)
+        return orin_error_set("%s: max_kv_len %d is not in 1..%d (the cache capacity)", label,
+                              a->max_kv_len, a->cache.capacity);
+    return orin_check_alias(label, "out", &a->out, "q", &a->q, false);
+}

@@ -1,0 +1,202 @@
+#include "ops_test.h"
+
+#include "orin/device.h"
+#include "orin/error.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static orin_registry *registry;
+static orin_plugin_set *plugins;
+
+orin_registry *ops_test_registry(void)
+{
+    if (registry)
+        return registry;
+    registry = orin_registry_create();
+    plugins = orin_plugin_set_create();
+    if (!registry || !plugins || orin_plugin_load_dir(plugins, registry, ORIN_PLUGIN_DIR)) {
+        fprintf(stderr, "cannot load the plugins from %s: %s\n", ORIN_PLUGIN_DIR, orin_error());
+        exit(1);
+    }
+    return registry;
+}
+
+void ops_test_registry_free(void)
+{
+    orin_registry_destroy(registry);
+    orin_plugin_set_destroy(plugins);
+    registry = NULL;
+    plugins = NULL;
+}
+
+const orin_op_impl *ops_test_impl(const char *op, const char *provider, orin_dtype dt)
+{
+    const orin_op_impl *impl =
+        orin_registry_find(ops_test_registry(), op, provider, ORIN_DEVICE_CPU, dt);
+    CHECK(impl != NULL, "no implementation of %s by %s for cpu %s", op, provider,
+          orin_dtype_name(dt));
+    return impl;
+}
+
+orin_exec ops_test_exec(int threads)
+{
+    /* A private copy of the host device, so that each test picks its threads. */
+    static orin_device devices[8];
+    static int next;
+    orin_device *dev = &devices[next++ % 8];
+    *dev = *orin_device_cpu();
+    dev->threads = threads;
+    return (orin_exec){.device = dev};
+}
+
+uint64_t ops_rng_next(ops_rng *r)
+{
+    uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+double ops_rng_uniform(ops_rng *r, double lo, double hi)
+{
+    return lo + (hi - lo) * ((double)(ops_rng_next(r) >> 11) / 9007199254740992.0);
+}
+
+double ops_value(orin_dtype dt, const void *data, size_t i)
+{
+    switch (dt) {
+    case ORIN_F32:
+        return ((const float *)data)[i];
+    case ORIN_F16:
+        return orin_f16_to_f32(((const uint16_t *)data)[i]);
+    case ORIN_BF16:
+        return orin_bf16_to_f32(((const uint16_t *)data)[i]);
+    case ORIN_I32:
+        return ((const int32_t *)data)[i];
+    default:
+        return NAN;
+    }
+}
+
+void ops_store(orin_dtype dt, void *data, size_t i, double v)
+{
+    switch (dt) {
+    case ORIN_F32:
+        ((float *)data)[i] = (float)v;
+        break;
+    case ORIN_F16:
+        ((uint16_t *)data)[i] = orin_f32_to_f16((float)v);
+        break;
+    case ORIN_BF16:
+        ((uint16_t *)data)[i] = orin_f32_to_bf16((float)v);
+        break;
+    case ORIN_I32:
+        ((int32_t *)data)[i] = (int32_t)v;
+        break;
+    default:
+        break;
+    }
+}
+
+static ops_buf buf_alloc(orin_dtype dt, size_t n)
+{
+    ops_buf b = {.dt = dt, .n = n};
+    b.data = malloc((n ? n : 1) * orin_dtype_size(dt));
+    b.value = malloc((n ? n : 1) * sizeof(double));
+    if (!b.data || !b.value) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    return b;
+}
+
+void ops_buf_read(ops_buf *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        b->value[i] = ops_value(b->dt, b->data, i);
+}
+
+ops_buf ops_buf_random(ops_rng *r, orin_dtype dt, size_t n, double lo, double hi)
+{
+    ops_buf b = buf_alloc(dt, n);
+    for (size_t i = 0; i < n; i++)
+        ops_store(dt, b.data, i, ops_rng_uniform(r, lo, hi));
+    ops_buf_read(&b);
+    return b;
+}
+
+ops_buf ops_buf_nan(orin_dtype dt, size_t n)
+{
+    ops_buf b = buf_alloc(dt, n);
+    for (size_t i = 0; i < n; i++)
+        ops_store(dt, b.data, i, NAN);
+    ops_buf_read(&b);
+    return b;
+}
+
+void ops_buf_free(ops_buf *b)
+{
+    free(b->data);
+    free(b->value);
+    b->data = NULL;
+    b->value = NULL;
+}
+
+orin_tensor ops_tensor(void *data, orin_dtype dt, int ndim, const int64_t *dims)
+{
+    return orin_tensor_make(data, dt, ORIN_DEVICE_CPU, ndim, dims);
+}
+
+double ops_check_close(const char *what, const ops_buf *got, const double *ref,
+                       const double *scale, double tol, double atol)
+{
+    double worst = 0.0;
+    size_t worst_i = 0, unwritten = 0;
+    for (size_t i = 0; i < got->n; i++) {
+        double g = ops_value(got->dt, got->data, i);
+        if (!isfinite(g)) {
+            if (unwritten++ == 0)
+                worst_i = i;
+            worst = INFINITY;
+            continue;
+        }
+        double s = scale ? scale[i] : fabs(ref[i]);
+        double ratio = fabs(g - ref[i]) / (tol * s + atol);
+        if (fabs(g - ref[i]) == 0.0)
+            ratio = 0.0;
+        if (ratio > worst && !unwritten) {
+            worst = ratio;
+            worst_i = i;
+        }
+    }
+    CHECK(worst <= 1.0, "%s: %zu elements not finite; worst element %zu: got %.9g, want %.9g "
+          "(scale %.3g, tol %.1g): %.3g x the tolerance",
+          what, unwritten, worst_i, ops_value(got->dt, got->data, worst_i), ref[worst_i],
+          scale ? scale[worst_i] : fabs(ref[worst_i]), tol, worst);
+    return worst;
+}
+
+double ops_tol(orin_dtype dt)
+{
+    return dt == ORIN_F32 ? 1e-5 : 1e-2;
+}
+
+double ops_atol(orin_dtype dt)
+{
+    return dt == ORIN_F16 ? 1e-6 : 0.0;
+}
+
+void ops_expect_error(const char *what, const orin_op_impl *impl, const orin_exec *ex,
+                      const void *args, const char *needle)
+{
+    if (!impl)
+        return;
+    orin_error_clear();
+    int rc = impl->run(ex, args);
+    const char *msg = orin_error();
+    CHECK(rc == -1 && strstr(msg, needle) != NULL, "%s (%s %s %s): rc %d, error \"%s\", want "
+          "one containing \"%s\"", what, impl->op, impl->provider, orin_dtype_name(impl->dtype),
+          rc, rc ? msg : "", needle);
+}

@@ -1,0 +1,70 @@
+/* Shared pieces of the ops tests: the real plugins loaded through the registry,
+ * seeded random data, buffers of any float dtype, and tolerance checks. */
+#ifndef ORIN_OPS_TEST_H
+#define ORIN_OPS_TEST_H
+
+#include "orin/ops.h"
+#include "orin/plugin.h"
+#include "orin/registry.h"
+#include "test_util.h"
+
+#include <stdint.h>
+
+/* The registry with every plugin of the build's plugins folder loaded. Exits
+ * the test (failed) when loading fails: nothing else can run. */
+orin_registry *ops_test_registry(void);
+void ops_test_registry_free(void);
+
+/* The implementation for (op, provider, cpu, dt); a CHECK failure when absent. */
+const orin_op_impl *ops_test_impl(const char *op, const char *provider, orin_dtype dt);
+
+/* An exec on the host device with `threads` threads (0 = all cores) and no
+ * workspace. */
+orin_exec ops_test_exec(int threads);
+
+/* Seeded generator (splitmix64): the same stream on every machine. */
+typedef struct ops_rng {
+    uint64_t state;
+} ops_rng;
+uint64_t ops_rng_next(ops_rng *r);
+double ops_rng_uniform(ops_rng *r, double lo, double hi);
+
+/* A float buffer of dtype dt holding `n` values, and the same values read back
+ * as double (after rounding to dt), which is what references compute from. */
+typedef struct ops_buf {
+    orin_dtype dt;
+    size_t n;
+    void *data;     /* n elements of dt */
+    double *value;  /* n doubles: data as read back */
+} ops_buf;
+
+/* Uniform in [lo, hi), rounded to dt. */
+ops_buf ops_buf_random(ops_rng *r, orin_dtype dt, size_t n, double lo, double hi);
+/* Every element NaN (poison for outputs). */
+ops_buf ops_buf_nan(orin_dtype dt, size_t n);
+/* Refreshes b->value from b->data (after an op wrote it). */
+void ops_buf_read(ops_buf *b);
+void ops_buf_free(ops_buf *b);
+double ops_value(orin_dtype dt, const void *data, size_t i);
+void ops_store(orin_dtype dt, void *data, size_t i, double v);
+
+orin_tensor ops_tensor(void *data, orin_dtype dt, int ndim, const int64_t *dims);
+
+/* Checks got (as read back) against ref: every element finite (the op wrote it)
+ * and |got - ref| <= tol * scale[i] + atol, with scale the error scale of each
+ * element (|ref|, or the sum of magnitudes that cancel in it); NULL scale means
+ * |ref|. One CHECK for the whole tensor; prints the worst element on failure.
+ * Returns the largest error / (tol * scale + atol) seen. */
+double ops_check_close(const char *what, const ops_buf *got, const double *ref,
+                       const double *scale, double tol, double atol);
+
+/* The tolerance of a dtype: 1e-5 for f32, 1e-2 for f16 and bf16; and the absolute
+ * floor (f16 subnormals). */
+double ops_tol(orin_dtype dt);
+double ops_atol(orin_dtype dt);
+
+/* Runs impl->run and CHECKs that it fails with a message containing `needle`. */
+void ops_expect_error(const char *what, const orin_op_impl *impl, const orin_exec *ex,
+                      const void *args, const char *needle);
+
+#endif
