@@ -511,7 +511,10 @@ void orin_model_free(orin_model *m)
 
 static int32_t choose_context(const orin_model_options *opt, const orin_model_config *c)
 {
-    int32_t ctx = opt->max_context > 0 ? opt->max_context : c->max_position_embeddings;
+    int32_t ctx = opt->max_context;
+    if (ctx <= 0)
+        return c->max_position_embeddings < ORIN_DEFAULT_CONTEXT ? c->max_position_embeddings
+                                                                 : ORIN_DEFAULT_CONTEXT;
     if (ctx > c->max_position_embeddings)
         orin_log(ORIN_LOG_WARN,
                  "runtime.max_context %d exceeds the model's max_position_embeddings %d",

@@ -315,6 +315,8 @@ def build_model(name, spec, vocab_size, n_tokens, ids, seed, folder):
     )
     model.save_pretrained(folder, safe_serialization=True, max_shard_size=spec["max_shard_size"])
     shards = [f for f in os.listdir(folder) if f.endswith(".safetensors")]
+    for shard in shards:            # safetensors writes them 0600
+        os.chmod(os.path.join(folder, shard), 0o644)
     if len(shards) < 2 or not os.path.exists(os.path.join(folder, "model.safetensors.index.json")):
         sys.exit(f"{name}: expected a sharded checkpoint, got {shards}")
 

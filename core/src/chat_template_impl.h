@@ -124,7 +124,7 @@ struct ct_val {
         } macro;
         struct {
             ct_val *self;
-            const char *name;
+            const struct ct_builtin *fn;
         } method;
         const char *undef; /* why it is undefined, for the error when it is used */
     } u;
@@ -322,9 +322,9 @@ struct ct_frame {
 
 struct ct_render {
     struct ct_env env;
-    struct ct_buf out;
+    struct ct_buf *out;       /* where text goes now: the result, or a macro's capture */
     struct ct_frame *globals;
-    int depth;
+    int depth;                /* macro calls in progress */
 };
 
 /* Call arguments after evaluation. */

@@ -659,7 +659,7 @@ void ct_write_str(struct ct_env *env, struct ct_buf *b, const ct_val *v)
     case CT_LOOP: ct_buf_put(env, b, "<LoopContext>", 13); return;
     case CT_FUNC: ct_buf_printf(env, b, "<function %s>", v->u.func->name); return;
     case CT_MACRO: ct_buf_printf(env, b, "<Macro '%s'>", v->u.macro.def->name); return;
-    case CT_METHOD: ct_buf_printf(env, b, "<built-in method %s>", v->u.method.name); return;
+    case CT_METHOD: ct_buf_printf(env, b, "<built-in method %s>", v->u.method.fn->name); return;
     }
 }
 

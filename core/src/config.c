@@ -20,7 +20,9 @@
  *   slip); --set may override any key, any number of times, last wins.
  * - Relative paths resolve against the INI file's folder; relative paths from
  *   --set resolve against the current directory. Both become absolute.
- * - A value too long for its field is an error, never truncated. */
+ * - A value too long for its field is an error, never truncated.
+ * - Only the first error is reported (the earliest line of the file, else the
+ *   first bad --set); on error the struct holds what was read up to it. */
 #include "orin/config.h"
 #include "orin/error.h"
 

@@ -16,68 +16,6 @@
 
 #include "orin/error.h"
 
-/* ---- the Split regex ---- */
-
-/* Hugging Face runs the pattern with Oniguruma, whose \s is Unicode White_Space.
- * PCRE2's \s (with UCP) also takes U+180E, so \s and \S are spelled out as the
- * White_Space property; everything else in these patterns means the same in both. */
-static char *oniguruma_to_pcre2(const char *pattern)
-{
-    size_t n = strlen(pattern);
-    tok_buf out = {0};
-    if (tok_buf_reserve(&out, n * 2 + 32))
-        return NULL;
-    for (size_t i = 0; i < n;) {
-        const char *emit = pattern + i;
-        size_t emit_len = 1;
-        if (pattern[i] == '\\' && i + 1 < n) {
-            char next = pattern[i + 1];
-            emit_len = 2;
-            if (next == 's' || next == 'S') {
-                emit = next == 's' ? "\\p{White_Space}" : "\\P{White_Space}";
-                emit_len = strlen(emit);
-            } else if (next == 'Q') {
-                /* \Q...\E quotes literally: copy it untouched. */
-                const char *end = strstr(pattern + i + 2, "\\E");
-                emit_len = end ? (size_t)(end - emit) + 2 : n - i;
-            }
-            i += next == 'Q' ? emit_len : 2;
-        } else {
-            i++;
-        }
-        if (tok_buf_append(&out, emit, emit_len)) {
-            free(out.data);
-            return NULL;
-        }
-    }
-    if (tok_buf_append(&out, "", 1)) {
-        free(out.data);
-        return NULL;
-    }
-    return out.data;
-}
-
-int tok_compile_split(orin_tokenizer *tok, const char *pattern, const char *file)
-{
-    char *translated = oniguruma_to_pcre2(pattern);
-    if (!translated)
-        return orin_error_set("%s: out of memory", file);
-    int err;
-    PCRE2_SIZE err_at;
-    tok->split_re = pcre2_compile((PCRE2_SPTR)translated, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &err, &err_at,
-                                  NULL);
-    free(translated);
-    if (!tok->split_re) {
-        PCRE2_UCHAR msg[256];
-        pcre2_get_error_message(err, msg, sizeof msg);
-        return orin_error_set("%s: pre_tokenizer Split regex does not compile: %s", file, (const char *)msg);
-    }
-    /* JIT is several times faster; the interpreter is the fallback where the
-     * library was built without it. */
-    tok->split_jit = pcre2_jit_compile(tok->split_re, PCRE2_JIT_COMPLETE) == 0;
-    return 0;
-}
-
 /* ---- normalisation ---- */
 
 const char *tok_nfc(const char *s, size_t n, size_t *out_len)

@@ -157,6 +157,12 @@ static void test_values(void)
     CHECK(cfg.bench.prompt_tokens == 1 && cfg.bench.gen_tokens == 2 && cfg.bench.repeats == 1000);
     CHECK(!strcmp(cfg.plugins.load, "attention_fa2.so, ops_common"));
 
+    /* CRLF line ends, a comment after a section header. */
+    CHECK(load_text("crlf.ini", "[model] ; the model\r\ndtype = f16\r\n[generate]\r\nprompt = hi \r\n",
+                    NULL, 0) == 0, "%s", orin_error());
+    CHECK(cfg.model.dtype == ORIN_F16 && !strcmp(cfg.generate.prompt, "hi"), "'%s'",
+          cfg.generate.prompt);
+
     /* Other dtype spellings. */
     CHECK(load_text("d.ini", "[model]\ndtype = float16\n", NULL, 0) == 0 &&
           cfg.model.dtype == ORIN_F16);
@@ -176,6 +182,8 @@ static void test_errors(void)
                  "syntax error", "this line has no equals sign");
     EXPECT_ERROR("[model\ndtype = f32\n", "t.ini:1", "syntax error", "[model");
     EXPECT_ERROR("[model]\n= f32\n", "t.ini:2", "no key name");
+    /* No multi-line values: an indented line is a line of its own. */
+    EXPECT_ERROR("[generate]\nprompt = a\n  continued\n", "t.ini:3", "syntax error", "continued");
     /* The earliest error wins, whatever its kind. */
     EXPECT_ERROR("[generate]\ntop_k = x\ngarbage\n", "t.ini:2", "generate.top_k");
     EXPECT_ERROR("[generate]\ngarbage\ntop_k = x\n", "t.ini:2", "syntax error", "garbage");

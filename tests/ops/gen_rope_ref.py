@@ -9,6 +9,7 @@ Run from anywhere: python3 tests/ops/gen_rope_ref.py
 """
 import os
 
+import numpy as np
 import torch
 from transformers import Qwen3Config
 from transformers.models.qwen3.modeling_qwen3 import Qwen3RotaryEmbedding, apply_rotary_pos_emb
@@ -35,8 +36,11 @@ def case(name, hd, heads, theta, positions):
     q = x.transpose(0, 1).unsqueeze(0)           # [1, heads, n, hd]
     out, _ = apply_rotary_pos_emb(q, q, cos, sin)
     out = out[0].transpose(0, 1).contiguous()    # [n, heads, hd]
-    vals = ",\n    ".join(", ".join(float(v).hex() for v in out.flatten()[k:k + 4].tolist())
-                          for k in range(0, out.numel(), 4))
+    flat = out.flatten().numpy()
+    # Shortest strings that read back as the same float32.
+    vals = ",\n    ".join(", ".join(np.format_float_scientific(v, unique=True) + "f"
+                                    for v in flat[k:k + 6])
+                          for k in range(0, flat.size, 6))
     plist = ", ".join(str(p) for p in positions)
     return (f"static const int32_t rope_hf_{name}_positions[] = {{{plist}}};\n"
             f"static const float rope_hf_{name}[] = {{\n    {vals}\n}};\n"

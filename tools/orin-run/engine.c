@@ -134,7 +134,10 @@ fail:
 
 void engine_close(orin_engine *e)
 {
-    /* The registry points into the plugins' memory: it goes first. */
+    /* The model holds bound ops, which point into the plugins: it goes first,
+     * then the registry, which points into the plugins' memory too. */
+    orin_model_free(e->model);
+    orin_tokenizer_free(e->tokenizer);
     if (e->registry)
         orin_registry_destroy(e->registry);
     if (e->plugins)

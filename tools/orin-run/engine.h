@@ -10,14 +10,17 @@
 #include "orin/device.h"
 #include "orin/plugin.h"
 #include "orin/registry.h"
+#include "orin/tokenizer.h"
+#include "model.h"
 
 typedef struct orin_engine {
     orin_device *device;
     orin_registry *registry;
     orin_plugin_set *plugins;
     char plugin_dir[PATH_MAX];   /* the folder the plugins were loaded from */
-    /* The model and the tokenizer join here (engine_open_model), opened after
-     * the plugins and closed before them by engine_close. */
+    /* Opened by engine_open_model, after the plugins; closed before them. */
+    orin_tokenizer *tokenizer;
+    orin_model *model;
 } orin_engine;
 
 /* Opens runtime.device, creates the registry and loads the plugins: those of
@@ -27,6 +30,13 @@ typedef struct orin_engine {
  * after printing "orin-run: <reason>" on stderr. On failure the engine is
  * closed already; engine_close may be called again. */
 int engine_open_plugins(orin_engine *e, const orin_cli *cli);
+
+/* engine_open_plugins, then the tokenizer and the model of model.path.
+ * Returns ORIN_EXIT_OK, or ORIN_EXIT_LOAD after printing the reason. */
+int engine_open_model(orin_engine *e, const orin_cli *cli);
+
+/* Reads a file and encodes its text (no template). 0, or -1 with orin_error_set(). */
+int engine_encode_file(orin_engine *e, const char *path, int32_t **ids, size_t *n_ids);
 
 /* Frees whatever is open, in reverse order; the engine is zeroed. */
 void engine_close(orin_engine *e);
