@@ -31,6 +31,9 @@ void orin_model_free(orin_model *m);
 
 const orin_model_config *orin_model_get_config(const orin_model *m);
 int32_t orin_model_context(const orin_model *m);  /* KV cache capacity in tokens */
+size_t orin_model_weight_bytes(const orin_model *m); /* weights on the device */
+orin_dtype orin_model_dtype(const orin_model *m);
+orin_device *orin_model_device(const orin_model *m);
 
 /* Runs ids[0..n) at positions start_pos..start_pos+n-1 through the prefill path,
  * filling the KV cache. `logits` (may be NULL) receives f32 logits: [n, V] when

@@ -65,6 +65,7 @@ struct orin_model {
     qwen_ops op;
     qwen_buffers buf;
     orin_kv_cache *kv;
+    size_t weight_bytes;                  /* of the weights as loaded (compute dtype) */
 
     orin_graph *prefill;                  /* rebuilt per chunk */
     orin_graph *decode;                   /* built once, run every step */
@@ -124,6 +125,7 @@ static int upload_converted(orin_model *m, const orin_st_tensor *src, orin_tenso
         return -1;
     size_t n = (size_t)orin_tensor_numel(out);
     size_t bytes = orin_tensor_nbytes(out);
+    m->weight_bytes += bytes;
     if (m->dev->kind == ORIN_DEVICE_CPU)
         return orin_convert(out->data, m->dtype, src->data, src->dtype, n) == 0
                    ? 0
@@ -581,6 +583,21 @@ const orin_model_config *orin_model_get_config(const orin_model *m)
 int32_t orin_model_context(const orin_model *m)
 {
     return m->context;
+}
+
+size_t orin_model_weight_bytes(const orin_model *m)
+{
+    return m->weight_bytes;
+}
+
+orin_dtype orin_model_dtype(const orin_model *m)
+{
+    return m->dtype;
+}
+
+orin_device *orin_model_device(const orin_model *m)
+{
+    return m->dev;
 }
 
 /* ---- forward passes -------------------------------------------------------------- */

@@ -219,7 +219,8 @@ struct ct_expr {
         } call;
         struct { /* EX_FILTER and EX_TEST */
             struct ct_expr *arg;
-            const struct ct_builtin *fn;
+            const struct ct_builtin *fn; /* NULL: unknown, an error when evaluated */
+            const char *name;
             struct ct_arglist args;
             bool negate;
         } filter;
@@ -366,7 +367,9 @@ int64_t ct_length(struct ct_render *r, uint32_t pos, ct_val *v);
 int ct_compare(struct ct_render *r, uint32_t pos, const ct_val *a, const ct_val *b);
 _Noreturn void ct_fail_undefined(struct ct_render *r, uint32_t pos, const ct_val *v);
 
-/* Renders the whole tree with `globals` (a frame the caller filled). */
+/* Defines a template variable (in r->globals, created on first use). */
+void ct_set_global(struct ct_render *r, const char *name, ct_val *v);
+/* Renders the whole tree into r->out. */
 void ct_render_tree(struct ct_render *r, const struct ct_node *body);
 
 #endif

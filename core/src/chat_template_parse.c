@@ -10,8 +10,10 @@
  * jinja2/parser.py's grammar and operator precedence. */
 #include "chat_template_impl.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
 
 /* ---- tokens ---- */
 
@@ -142,6 +144,10 @@ static size_t after_block_end(struct lexer *lx, size_t pos, char mark)
 
 static void lex_comment(struct lexer *lx, size_t tag, size_t body)
 {
+    if (body >= lx->len) { /* "{#" ending the source: Jinja's lexer just stops */
+        lx->pos = lx->len;
+        return;
+    }
     for (size_t j = body; j + 2 <= lx->len; j++) {
         char mark = 0;
         size_t end;
@@ -212,6 +218,23 @@ static bool is_name_start(char c)
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
 }
 
+/* Names are Python identifiers, Unicode letters included. Returns the length
+ * of the code point at s[pos] when it may appear in a name (at its start when
+ * `first`), else 0. */
+static size_t name_char(const char *s, size_t len, size_t pos, bool first)
+{
+    unsigned char c = (unsigned char)s[pos];
+    if (c < 0x80)
+        return is_name_start((char)c) || (!first && is_digit((char)c)) ? 1 : 0;
+    size_t j = pos;
+    utf8proc_category_t cat = utf8proc_category((utf8proc_int32_t)ct_utf8_next(s, len, &j));
+    bool letter = (cat >= UTF8PROC_CATEGORY_LU && cat <= UTF8PROC_CATEGORY_LO) ||
+                  cat == UTF8PROC_CATEGORY_NL;
+    bool cont = cat == UTF8PROC_CATEGORY_MN || cat == UTF8PROC_CATEGORY_MC ||
+                cat == UTF8PROC_CATEGORY_ND || cat == UTF8PROC_CATEGORY_PC;
+    return letter || (!first && cont) ? j - pos : 0;
+}
+
 /* Digits with optional single underscores between them; returns the end. */
 static size_t scan_digits(const struct lexer *lx, size_t p)
 {
@@ -237,6 +260,16 @@ static char *copy_digits(struct lexer *lx, size_t start, size_t end)
             s[n++] = lx->src[i];
     s[n] = '\0';
     return s;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c |= 0x20;
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
 }
 
 static void lex_number(struct lexer *lx)
@@ -268,14 +301,22 @@ static void lex_number(struct lexer *lx)
     }
     int base = 10;
     size_t ds = start;
-    if (lx->src[start] == '0' && start + 1 < lx->len) {
+    if (lx->src[start] == '0' && start + 2 < lx->len) {
+        /* 0x1f, 0o17, 0b101 (an underscore may follow the prefix); "0or" is 0 or. */
         char c = lx->src[start + 1] | 0x20;
         base = c == 'x' ? 16 : c == 'o' ? 8 : c == 'b' ? 2 : 10;
+        size_t d = start + 2;
+        if (d + 1 < lx->len && lx->src[d] == '_')
+            d++;
+        int h = hexval(lx->src[d]);
+        if (base != 10 && (h < 0 || h >= base))
+            base = 10;
     }
     if (base != 10) {
         ds = start + 2;
         p = ds;
-        while (p < lx->len && (lx->src[p] == '_' || strchr("0123456789abcdefABCDEF", lx->src[p])))
+        while (p < lx->len && (lx->src[p] == '_' ||
+                               (hexval(lx->src[p]) >= 0 && hexval(lx->src[p]) < base)))
             p++;
     } else if (lx->src[start] == '0') {
         p = start + 1; /* Jinja: "0" then whatever follows is a new token */
@@ -292,16 +333,6 @@ static void lex_number(struct lexer *lx)
     struct tok *t = push_tok(lx, TK_INT, start);
     t->i = (int64_t)v;
     lx->pos = p;
-}
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    c |= 0x20;
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
 }
 
 /* Python's unicode-escape decoding of a string literal's body, as Jinja does. */
@@ -459,10 +490,10 @@ static void lex_tag(struct lexer *lx, size_t tag, bool var)
         char c = lx->src[p];
         if (is_digit(c)) {
             lex_number(lx);
-        } else if (is_name_start(c)) {
-            size_t e = p + 1;
-            while (e < lx->len && (is_name_start(lx->src[e]) || is_digit(lx->src[e])))
-                e++;
+        } else if (name_char(lx->src, lx->len, p, true)) {
+            size_t e = p, k;
+            while (e < lx->len && (k = name_char(lx->src, lx->len, e, e == p)))
+                e += k;
             struct tok *t = push_tok(lx, TK_NAME, p);
             t->s = ct_strndup(lx->env, lx->src + p, e - p);
             t->len = e - p;
@@ -598,6 +629,17 @@ static const char *expect_name(struct parser *p)
     return s;
 }
 
+/* The '%}' that opens a statement's body; Jinja accepts a Python-style ':'
+ * before it ({% if x: %}). */
+static void expect_body_start(struct parser *p)
+{
+    if (is_op(cur(p), ':'))
+        advance(p);
+    if (cur(p)->kind != TK_BLOCK_END)
+        unexpected(p, "'%}'");
+    advance(p);
+}
+
 static void expect_block_end(struct parser *p)
 {
     if (cur(p)->kind != TK_BLOCK_END)
@@ -712,6 +754,34 @@ static void parse_call_args(struct parser *p, struct ct_arglist *args)
     args->kw_names = (const char **)kw_names.items;
 }
 
+static struct ct_expr *const_expr(struct parser *p, uint32_t pos, ct_val *v);
+
+/* One subscript: an expression, or a slice [start]:[stop][:[step]] (returned
+ * as an EX_SLICE of obj). */
+static struct ct_expr *parse_subscribed(struct parser *p, struct ct_expr *obj, uint32_t pos)
+{
+    struct ct_expr *parts[3] = {NULL, NULL, NULL};
+    if (!is_op(cur(p), ':')) {
+        parts[0] = parse_expression(p, true);
+        if (!is_op(cur(p), ':'))
+            return parts[0];
+    }
+    advance(p);
+    if (!is_op(cur(p), ']') && !is_op(cur(p), ',') && !is_op(cur(p), ':'))
+        parts[1] = parse_expression(p, true);
+    if (is_op(cur(p), ':')) {
+        advance(p);
+        if (!is_op(cur(p), ']') && !is_op(cur(p), ','))
+            parts[2] = parse_expression(p, true);
+    }
+    struct ct_expr *e = new_expr(p, EX_SLICE, pos);
+    e->u.slice.obj = obj;
+    e->u.slice.start = parts[0];
+    e->u.slice.stop = parts[1];
+    e->u.slice.step = parts[2];
+    return e;
+}
+
 static struct ct_expr *parse_subscript(struct parser *p, struct ct_expr *obj)
 {
     struct tok *t = cur(p);
@@ -734,37 +804,36 @@ static struct ct_expr *parse_subscript(struct parser *p, struct ct_expr *obj)
         advance(p);
         return e;
     }
-    /* '[' index ']' or '[' start : stop : step ']' */
+    /* '[' subscript (, subscript)* ']', each an index or start:stop:step;
+     * as in Jinja, anything but exactly one makes a tuple key ("x[]" too). */
     advance(p);
-    struct ct_expr *parts[3] = {NULL, NULL, NULL};
-    bool slice = false;
-    if (!is_op(cur(p), ':'))
-        parts[0] = parse_expression(p, true);
-    if (is_op(cur(p), ':')) {
-        slice = true;
-        advance(p);
-        if (!is_op(cur(p), ']') && !is_op(cur(p), ',') && !is_op(cur(p), ':'))
-            parts[1] = parse_expression(p, true);
-        if (is_op(cur(p), ':')) {
-            advance(p);
-            if (!is_op(cur(p), ']') && !is_op(cur(p), ','))
-                parts[2] = parse_expression(p, true);
-        }
+    struct ptrs keys = {0};
+    while (!is_op(cur(p), ']')) {
+        if (keys.n)
+            expect_op(p, ',', "','");
+        if (is_op(cur(p), ']'))
+            break;
+        ptrs_push(p, &keys, parse_subscribed(p, obj, t->pos));
     }
-    if (is_op(cur(p), ','))
-        ct_fail(p->env, cur(p)->pos, "tuple subscripts are not supported");
-    expect_op(p, ']', "']'");
-    if (!slice) {
+    advance(p);
+    if (keys.n == 1) {
+        struct ct_expr *k = keys.items[0];
+        if (k->kind == EX_SLICE)
+            return k;
         struct ct_expr *e = new_expr(p, EX_ITEM, t->pos);
         e->u.item.obj = obj;
-        e->u.item.key = parts[0];
+        e->u.item.key = k;
         return e;
     }
-    struct ct_expr *e = new_expr(p, EX_SLICE, t->pos);
-    e->u.slice.obj = obj;
-    e->u.slice.start = parts[0];
-    e->u.slice.stop = parts[1];
-    e->u.slice.step = parts[2];
+    struct ct_expr *tuple = new_expr(p, EX_TUPLE, t->pos);
+    tuple->u.seq.n = keys.n;
+    tuple->u.seq.items = (struct ct_expr **)keys.items;
+    for (size_t i = 0; i < keys.n; i++)
+        if (tuple->u.seq.items[i]->kind == EX_SLICE) /* a tuple of slices finds nothing either */
+            tuple->u.seq.items[i] = const_expr(p, t->pos, &ct_none);
+    struct ct_expr *e = new_expr(p, EX_ITEM, t->pos);
+    e->u.item.obj = obj;
+    e->u.item.key = tuple;
     return e;
 }
 
@@ -808,12 +877,11 @@ static struct ct_expr *parse_filter(struct parser *p, struct ct_expr *arg)
     advance(p); /* '|' */
     uint32_t npos = cur(p)->pos;
     const char *name = parse_dotted_name(p);
-    const struct ct_builtin *fn = ct_find_filter(name);
-    if (!fn)
-        ct_fail(p->env, npos, "no filter named '%s'", name);
-    struct ct_expr *e = new_expr(p, EX_FILTER, pos);
+    struct ct_expr *e = new_expr(p, EX_FILTER, npos);
     e->u.filter.arg = arg;
-    e->u.filter.fn = fn;
+    e->u.filter.fn = ct_find_filter(name);
+    e->u.filter.name = name;
+    (void)pos;
     if (is_op(cur(p), '('))
         parse_call_args(p, &e->u.filter.args);
     return e;
@@ -830,12 +898,11 @@ static struct ct_expr *parse_test(struct parser *p, struct ct_expr *arg)
     }
     uint32_t npos = cur(p)->pos;
     const char *name = parse_dotted_name(p);
-    const struct ct_builtin *fn = ct_find_test(name);
-    if (!fn)
-        ct_fail(p->env, npos, "no test named '%s'", name);
-    struct ct_expr *e = new_expr(p, EX_TEST, pos);
+    struct ct_expr *e = new_expr(p, EX_TEST, npos);
     e->u.filter.arg = arg;
-    e->u.filter.fn = fn;
+    e->u.filter.fn = ct_find_test(name);
+    e->u.filter.name = name;
+    (void)pos;
     e->u.filter.negate = negate;
     struct tok *t = cur(p);
     if (is_op(t, '(')) {
@@ -1247,7 +1314,7 @@ static struct ct_node *parse_if(struct parser *p)
         struct ct_node *n = new_node(p, ND_IF, cur(p)->pos);
         advance(p); /* if / elif */
         n->u.if_.cond = parse_tuple(p, false, NULL, false);
-        expect_block_end(p);
+        expect_body_start(p);
         n->u.if_.then = parse_body(p, ends);
         if (node)
             node->u.if_.other = n;
@@ -1261,7 +1328,7 @@ static struct ct_node *parse_if(struct parser *p)
         tag = end_tag(p);
         if (!strcmp(tag, "else")) {
             static const char *const else_ends[] = {"endif", NULL};
-            expect_block_end(p);
+            expect_body_start(p);
             node->u.if_.other = parse_body(p, else_ends);
             end_tag(p);
         }
@@ -1287,12 +1354,12 @@ static struct ct_node *parse_for(struct parser *p)
     }
     if (is_name(cur(p), "recursive"))
         ct_fail(p->env, cur(p)->pos, "recursive for loops are not supported");
-    expect_block_end(p);
+    expect_body_start(p);
     p->loop_depth++;
     n->u.for_.body = parse_body(p, ends);
     p->loop_depth--;
     if (!strcmp(end_tag(p), "else")) {
-        expect_block_end(p);
+        expect_body_start(p);
         n->u.for_.other = parse_body(p, else_ends);
         end_tag(p);
     }
@@ -1320,7 +1387,7 @@ static struct ct_node *parse_set(struct parser *p)
         ct_fail(p->env, cur(p)->pos, "filters on {%% set %%} blocks are not supported");
     if (tg.kind != TG_NAME)
         ct_fail(p->env, tg.pos, "a {%% set %%} block assigns one plain name");
-    expect_block_end(p);
+    expect_body_start(p);
     struct ct_node *n = new_node(p, ND_SET_BLOCK, pos);
     n->u.set_block.name = tg.name;
     int saved = p->loop_depth;
@@ -1361,7 +1428,7 @@ static struct ct_node *parse_macro(struct parser *p)
         ptrs_push(p, &defaults, def);
     }
     advance(p);
-    expect_block_end(p);
+    expect_body_start(p);
     m->nparams = params.n;
     m->params = (const char **)params.items;
     m->defaults = (struct ct_expr **)defaults.items;
@@ -1383,7 +1450,7 @@ static struct ct_node *parse_with(struct parser *p)
     struct ptrs values = {0};
     struct ct_target targets[32];
     size_t nt = 0;
-    while (cur(p)->kind != TK_BLOCK_END) {
+    while (cur(p)->kind != TK_BLOCK_END && !is_op(cur(p), ':')) {
         if (nt)
             expect_op(p, ',', "','");
         if (nt == sizeof targets / sizeof targets[0])
@@ -1393,7 +1460,7 @@ static struct ct_node *parse_with(struct parser *p)
         expect_op(p, '=', "'='");
         ptrs_push(p, &values, parse_expression(p, true));
     }
-    advance(p);
+    expect_body_start(p);
     n->u.with.n = nt;
     n->u.with.targets = ct_alloc(p->env, (nt ? nt : 1) * sizeof *targets);
     memcpy(n->u.with.targets, targets, nt * sizeof *targets);
@@ -1411,7 +1478,7 @@ static struct ct_node *parse_generation(struct parser *p)
     static const char *const ends[] = {"endgeneration", NULL};
     struct ct_node *n = new_node(p, ND_WITH, cur(p)->pos);
     advance(p);
-    expect_block_end(p);
+    expect_body_start(p);
     n->u.with.targets = ct_alloc(p->env, sizeof(struct ct_target));
     n->u.with.body = parse_body(p, ends);
     end_tag(p);
@@ -1520,6 +1587,116 @@ static struct ct_node *parse_body(struct parser *p, const char *const *ends)
     }
 }
 
+/* ---- unknown filters and tests ----
+ *
+ * Jinja reports an unknown filter or test when compiling, except inside an
+ * {% if %} (its test and its bodies, but not loops or macros nested in them)
+ * or an inline if, where the error waits until the filter runs. */
+
+static void check_stmts(struct ct_env *env, const struct ct_node *n, bool soft);
+
+static void check_expr(struct ct_env *env, const struct ct_expr *e, bool soft)
+{
+    if (!e)
+        return;
+    switch (e->kind) {
+    case EX_CONST:
+    case EX_NAME: return;
+    case EX_ATTR: check_expr(env, e->u.attr.obj, soft); return;
+    case EX_ITEM:
+        check_expr(env, e->u.item.obj, soft);
+        check_expr(env, e->u.item.key, soft);
+        return;
+    case EX_SLICE:
+        check_expr(env, e->u.slice.obj, soft);
+        check_expr(env, e->u.slice.start, soft);
+        check_expr(env, e->u.slice.stop, soft);
+        check_expr(env, e->u.slice.step, soft);
+        return;
+    case EX_CALL:
+    case EX_FILTER:
+    case EX_TEST: {
+        const struct ct_arglist *a = e->kind == EX_CALL ? &e->u.call.args : &e->u.filter.args;
+        if (e->kind == EX_CALL) {
+            check_expr(env, e->u.call.fn, soft);
+        } else {
+            if (!e->u.filter.fn && !soft)
+                ct_fail(env, e->pos, "no %s named '%s'", e->kind == EX_FILTER ? "filter" : "test",
+                        e->u.filter.name);
+            check_expr(env, e->u.filter.arg, soft);
+        }
+        for (size_t i = 0; i < a->npos; i++)
+            check_expr(env, a->pos[i], soft);
+        for (size_t i = 0; i < a->nkw; i++)
+            check_expr(env, a->kw[i], soft);
+        return;
+    }
+    case EX_NOT:
+    case EX_NEG:
+    case EX_POS: check_expr(env, e->u.unary, soft); return;
+    case EX_BIN:
+    case EX_AND:
+    case EX_OR:
+        check_expr(env, e->u.bin.l, soft);
+        check_expr(env, e->u.bin.r, soft);
+        return;
+    case EX_CMP:
+        for (size_t i = 0; i <= e->u.cmp.n; i++)
+            check_expr(env, e->u.cmp.operands[i], soft);
+        return;
+    case EX_COND:
+        check_expr(env, e->u.cond.cond, true);
+        check_expr(env, e->u.cond.then, true);
+        check_expr(env, e->u.cond.other, true);
+        return;
+    case EX_LIST:
+    case EX_TUPLE:
+    case EX_DICT:
+    case EX_CONCAT:
+        for (size_t i = 0; i < e->u.seq.n; i++) {
+            check_expr(env, e->u.seq.items[i], soft);
+            if (e->kind == EX_DICT)
+                check_expr(env, e->u.seq.vals[i], soft);
+        }
+        return;
+    }
+}
+
+static void check_stmts(struct ct_env *env, const struct ct_node *n, bool soft)
+{
+    for (; n; n = n->next) {
+        switch (n->kind) {
+        case ND_TEXT:
+        case ND_BREAK:
+        case ND_CONTINUE: break;
+        case ND_OUTPUT: check_expr(env, n->u.expr, soft); break;
+        case ND_IF:
+            check_expr(env, n->u.if_.cond, true);
+            check_stmts(env, n->u.if_.then, true);
+            check_stmts(env, n->u.if_.other, true);
+            break;
+        case ND_FOR:
+            check_expr(env, n->u.for_.iter, soft);
+            check_expr(env, n->u.for_.filter, false);
+            check_stmts(env, n->u.for_.body, false);
+            check_stmts(env, n->u.for_.other, false);
+            break;
+        case ND_SET: check_expr(env, n->u.set.value, soft); break;
+        case ND_SET_BLOCK: check_stmts(env, n->u.set_block.body, false); break;
+        case ND_MACRO:
+            for (size_t i = 0; i < n->u.macro->nparams; i++)
+                check_expr(env, n->u.macro->defaults[i], false);
+            check_stmts(env, n->u.macro->body, false);
+            break;
+        case ND_WITH:
+            for (size_t i = 0; i < n->u.with.n; i++)
+                check_expr(env, n->u.with.values[i], soft);
+            check_stmts(env, n->u.with.body, false);
+            break;
+        }
+    }
+}
+
 struct ct_node *ct_parse(struct ct_env *env, const char *src, size_t len)
 {
     /* Jinja's lexer turns \r\n and \r into \n and drops one trailing newline. */
@@ -1543,5 +1720,7 @@ struct ct_node *ct_parse(struct ct_env *env, const char *src, size_t len)
     struct lexer lx = {.env = env, .src = norm, .len = n};
     lex(&lx);
     struct parser p = {.env = env, .toks = lx.toks, .n = lx.n};
-    return parse_body(&p, NULL);
+    struct ct_node *body = parse_body(&p, NULL);
+    check_stmts(env, body, false);
+    return body;
 }

@@ -636,6 +636,8 @@ void ct_write_repr(struct ct_env *env, struct ct_buf *b, const ct_val *v)
 {
     if (v->kind == CT_STR)
         write_str_repr(env, b, v->u.str.s, v->u.str.len);
+    else if (v->kind == CT_UNDEF)
+        ct_buf_put(env, b, "Undefined", 9);
     else
         ct_write_str(env, b, v);
 }

@@ -12,33 +12,8 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <utf8proc.h>
 
 #include "orin/error.h"
-
-/* ---- normalisation ---- */
-
-const char *tok_nfc(const char *s, size_t n, size_t *out_len)
-{
-    /* Nothing below U+0300 changes under NFC or combines with what follows
-     * unless a mark (U+0300 and up, lead byte 0xCC and up) is present. */
-    const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0;
-    while (i < n && p[i] < 0xCC)
-        i++;
-    if (i == n) {
-        *out_len = n;
-        return s;
-    }
-    utf8proc_uint8_t *dst = NULL;
-    utf8proc_ssize_t len = utf8proc_map(p, (utf8proc_ssize_t)n, &dst, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
-    if (len < 0) {
-        orin_error_set("tokenizer: NFC failed: %s", utf8proc_errmsg(len));
-        return NULL;
-    }
-    *out_len = (size_t)len;
-    return (const char *)dst;
-}
 
 /* ---- added tokens ---- */
 

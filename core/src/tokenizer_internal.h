@@ -240,6 +240,8 @@ int tok_bpe_word(const orin_tokenizer *tok, tok_state *st, const unsigned char *
 
 /* Sets up tok->split_re from the file's pattern (Oniguruma syntax). */
 int tok_compile_split(orin_tokenizer *tok, const char *pattern, const char *file);
+/* Builds the NFC quick-check table (once per process). */
+int tok_nfc_init(void);
 /* NFC of s[0..n); returns s itself when it is already NFC, else a malloc'd copy
  * (the caller frees when the result differs from s). NULL on failure. */
 const char *tok_nfc(const char *s, size_t n, size_t *out_len);

@@ -383,15 +383,29 @@ static int build_merges(orin_tokenizer *tok, const cJSON *merges, const char *fi
     return 0;
 }
 
-/* Added tokens take their ids over from the model (Hugging Face looks them up first). */
+/* Added tokens take their ids over from the model (Hugging Face looks them up
+ * first). A token matched in normalised text is also spelt and decoded in its
+ * normalised form, as Hugging Face's id_to_token and decode do. */
 static int apply_added_tokens(orin_tokenizer *tok, const char *file)
 {
     for (size_t i = 0; i < tok->n_added; i++) {
         const orin_added_token *a = &tok->added[i];
+        const char *text = a->content;
+        size_t len = a->len;
         bool mapped;
-        tok->spelling[a->id] = a->content;
-        tok->spelling_len[a->id] = (uint32_t)a->len;
-        tok->bytes[a->id] = token_bytes(&tok->arena, a->content, a->len, &tok->bytes_len[a->id], &mapped);
+        if (a->normalized && tok->nfc) {
+            const char *norm = tok_nfc(a->content, a->len, &len);
+            if (!norm)
+                return orin_error_prefix("%s: ", file);
+            text = tok_arena_strndup(&tok->arena, norm, len);
+            if (norm != a->content)
+                free((void *)norm);
+            if (!text)
+                return orin_error_set("%s: out of memory", file);
+        }
+        tok->spelling[a->id] = text;
+        tok->spelling_len[a->id] = (uint32_t)len;
+        tok->bytes[a->id] = token_bytes(&tok->arena, text, len, &tok->bytes_len[a->id], &mapped);
         if (!tok->bytes[a->id])
             return orin_error_set("%s: out of memory", file);
         tok->id_flags[a->id] = TOK_ID_VALID | TOK_ID_ADDED | (a->special ? TOK_ID_SPECIAL : 0);
@@ -408,7 +422,7 @@ static int read_normalizer(orin_tokenizer *tok, const cJSON *norm, const char *f
     const char *type = type_of(norm);
     if (type && !strcmp(type, "NFC")) {
         tok->nfc = true;
-        return 0;
+        return tok_nfc_init();
     }
     if (type && !strcmp(type, "Sequence")) {
         const cJSON *list = cJSON_GetObjectItemCaseSensitive(norm, "normalizers");
@@ -421,7 +435,7 @@ static int read_normalizer(orin_tokenizer *tok, const cJSON *norm, const char *f
                                       file, t ? t : "?");
             tok->nfc = true;
         }
-        return 0;
+        return tok->nfc ? tok_nfc_init() : 0;
     }
     return orin_error_set("%s: normalizer type \"%s\" is not supported (orin supports NFC or none)", file,
                           type ? type : "?");
@@ -573,8 +587,8 @@ static int load_tokenizer_json(orin_tokenizer *tok, const char *path)
         alloc_id_tables(tok, (size_t)max_id + 1, path) ||
         build_model_vocab(tok, entries, n_entries, path) ||
         build_merges(tok, cJSON_GetObjectItemCaseSensitive(model, "merges"), path) ||
-        apply_added_tokens(tok, path) ||
         read_normalizer(tok, cJSON_GetObjectItemCaseSensitive(root, "normalizer"), path) ||
+        apply_added_tokens(tok, path) ||
         read_pre_tokenizer(tok, cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), path) ||
         check_decoder(cJSON_GetObjectItemCaseSensitive(root, "decoder"), path))
         goto out;

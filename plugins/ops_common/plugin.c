@@ -2,6 +2,7 @@
  * registered for f32, f16 and bf16 under the provider "common". */
 #include "cpu.h"
 
+#include "orin/error.h"
 #include "orin/plugin.h"
 
 /* The registry hands `run` only the exec and the call struct, so each
@@ -9,6 +10,8 @@
 #define CPU_ENTRY(op, args_type, dt, suffix)                                        \
     static int op##_##suffix(const orin_exec *ex, const void *args)                 \
     {                                                                               \
+        if (!args)                                                                  \
+            return orin_error_set(#op " (common): no arguments");                   \
         return cpu_##op(ex, (const args_type *)args, dt);                           \
     }
 #define CPU_ENTRIES(op, args_type)                                                  \

@@ -578,9 +578,31 @@ static void test_exec_checks(void)
     ops_expect_error("x on the GPU", impl, &ex, &a, "x: on cuda");
 }
 
+/* Every op at every dtype is there, flagged as the reference, and a call with
+ * no call struct is an error rather than a crash. */
+static void test_registrations(void)
+{
+    static const char *const ops[] = {
+        ORIN_OP_EMBEDDING, ORIN_OP_RMSNORM, ORIN_OP_ROPE,   ORIN_OP_MATMUL,
+        ORIN_OP_SWIGLU,    ORIN_OP_ADD,     ORIN_OP_ARGMAX, ORIN_OP_KV_WRITE,
+    };
+    orin_exec ex = ops_test_exec(0);
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        for (size_t t = 0; t < sizeof float_dtypes / sizeof float_dtypes[0]; t++) {
+            const orin_op_impl *impl = impl_of(ops[i], float_dtypes[t]);
+            if (!impl)
+                continue;
+            CHECK(impl->flags & ORIN_OP_REFERENCE, "%s %s: not flagged as the reference",
+                  ops[i], orin_dtype_name(float_dtypes[t]));
+            ops_expect_error("no call struct", impl, &ex, NULL, "no arguments");
+        }
+    }
+}
+
 int main(void)
 {
     ops_test_registry();
+    test_registrations();
     for (size_t i = 0; i < sizeof float_dtypes / sizeof float_dtypes[0]; i++) {
         orin_dtype dt = float_dtypes[i];
         test_embedding(dt);

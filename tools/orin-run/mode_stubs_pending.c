@@ -15,13 +15,3 @@ int mode_generate(const orin_cli *cli)
 {
     return not_yet("generate");
 }
-
-int mode_bench(const orin_cli *cli)
-{
-    return not_yet("bench");
-}
-
-int mode_tokenize(const orin_cli *cli)
-{
-    return not_yet("tokenize");
-}

@@ -85,7 +85,9 @@ typedef struct orin_add_args {
     orin_tensor out;
 } orin_add_args;
 
-/* out[i] = argmax_j x[i, j] (lowest j on ties)      x [n, V], out i32 [n]. */
+/* out[i] = argmax_j x[i, j] (lowest j on ties)      x [n, V], out i32 [n].
+ * NaN counts as larger than any number (the first NaN's index), as in
+ * torch.argmax, so that a broken model shows instead of emitting plausible ids. */
 typedef struct orin_argmax_args {
     orin_tensor x;
     orin_tensor out;

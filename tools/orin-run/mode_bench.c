@@ -1,0 +1,180 @@
+/* --bench: prefill and decode throughput of the configured model and device.
+ *
+ * Prefill: bench.prompt_tokens tokens in one call (chunked by
+ * runtime.prefill_chunk). Decode: bench.gen_tokens single-token steps after it,
+ * each feeding back the argmax. Each figure is the median of bench.repeats runs.
+ *
+ * Decode is memory bound: a step must read every weight once (the input
+ * embedding only one row) and the K and V of every cached position. Those bytes
+ * over the device's memory bandwidth are the step's floor; the report gives the
+ * measured step time as a fraction of it ("roofline"). The bandwidth is the
+ * device's peak where it reports one (CUDA), else measured here with a large
+ * copy (the host). */
+#include "cli.h"
+#include "engine.h"
+
+#include "orin/error.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Bytes read plus bytes written per second by a 256 MiB device-to-device copy,
+ * best of 5: what a memory-bound kernel can hope for on this device. */
+static double measure_bandwidth(orin_device *dev)
+{
+    const size_t bytes = 256u << 20;
+    void *a = dev->ops->alloc(dev, bytes), *b = dev->ops->alloc(dev, bytes);
+    double best = 0;
+    if (a && b && dev->ops->memset(dev, a, 1, bytes) == 0) {
+        for (int i = 0; i < 5; i++) {
+            double t0 = now_s();
+            if (dev->ops->copy_d2d(dev, b, a, bytes) != 0 || dev->ops->synchronize(dev) != 0)
+                break;
+            double bw = 2.0 * (double)bytes / (now_s() - t0);
+            if (bw > best)
+                best = bw;
+        }
+    }
+    if (a)
+        dev->ops->free(dev, a);
+    if (b)
+        dev->ops->free(dev, b);
+    return best / 1e9;
+}
+
+static int32_t argmax(const float *x, int32_t n)
+{
+    int32_t best = 0;
+    for (int32_t i = 1; i < n; i++)
+        if (x[i] > x[best])
+            best = i;
+    return best;
+}
+
+typedef struct bench_result {
+    double prefill_s, decode_s; /* medians */
+} bench_result;
+
+static int run_bench(orin_model *m, const orin_config *cfg, bench_result *res)
+{
+    const int32_t P = cfg->bench.prompt_tokens, G = cfg->bench.gen_tokens;
+    const int32_t R = cfg->bench.repeats > 0 ? cfg->bench.repeats : 1;
+    const int32_t V = orin_model_get_config(m)->vocab_size;
+    int32_t *ids = malloc((size_t)(P > 0 ? P : 1) * sizeof *ids);
+    float *logits = malloc((size_t)V * sizeof *logits);
+    double *pre = calloc((size_t)R, sizeof *pre), *dec = calloc((size_t)R, sizeof *dec);
+    int rc = -1;
+    if (!ids || !logits || !pre || !dec) {
+        orin_error_set("bench: out of memory");
+        goto out;
+    }
+    /* Fixed pseudo-random prompt ids: same work every run, no tokenizer needed. */
+    uint32_t state = 12345;
+    for (int32_t i = 0; i < P; i++) {
+        state = state * 1664525u + 1013904223u;
+        ids[i] = (int32_t)((state >> 8) % (uint32_t)V);
+    }
+    for (int32_t r = 0; r < R; r++) {
+        double t0 = now_s();
+        if (orin_model_prefill(m, ids, P, 0, logits, false) != 0)
+            goto out;
+        pre[r] = now_s() - t0;
+        int32_t next = argmax(logits, V);
+        t0 = now_s();
+        for (int32_t i = 0; i < G; i++) {
+            if (orin_model_decode(m, next, P + i, logits) != 0)
+                goto out;
+            next = argmax(logits, V);
+        }
+        dec[r] = now_s() - t0;
+    }
+    res->prefill_s = median(pre, R);
+    res->decode_s = median(dec, R);
+    rc = 0;
+out:
+    free(ids);
+    free(logits);
+    free(pre);
+    free(dec);
+    return rc;
+}
+
+int mode_bench(const orin_cli *cli)
+{
+    const orin_config *cfg = &cli->cfg;
+    orin_engine e = {0};
+    int code = engine_open_model(&e, cli);
+    if (code != ORIN_EXIT_OK)
+        return code;
+    const orin_model_config *mc = orin_model_get_config(e.model);
+    const int32_t P = cfg->bench.prompt_tokens, G = cfg->bench.gen_tokens;
+    if (P < 1 || G < 1 || (int64_t)P + G > orin_model_context(e.model)) {
+        fprintf(stderr, "orin-run: bench: %d prompt + %d generated tokens must be >= 1 each and "
+                        "fit the context of %d (runtime.max_context)\n",
+                P, G, orin_model_context(e.model));
+        engine_close(&e);
+        return ORIN_EXIT_USAGE;
+    }
+    bench_result res;
+    if (run_bench(e.model, cfg, &res) != 0) {
+        fprintf(stderr, "orin-run: %s\n", orin_error());
+        engine_close(&e);
+        return ORIN_EXIT_RUNTIME;
+    }
+
+    /* The floor of one decode step (see the top of the file), averaged over the
+     * positions the steps ran at. */
+    const double dsize = (double)orin_dtype_size(orin_model_dtype(e.model));
+    double weights = (double)orin_model_weight_bytes(e.model);
+    if (!mc->tie_word_embeddings) /* the input embedding: one row per step */
+        weights -= (double)mc->vocab_size * mc->hidden_size * dsize;
+    double kv_per_pos = 2.0 * mc->num_hidden_layers * mc->num_key_value_heads * mc->head_dim * dsize;
+    double avg_positions = P + (G + 1) / 2.0;
+    double step_bytes = weights + kv_per_pos * avg_positions;
+    orin_device *dev = orin_model_device(e.model);
+    double bw = dev->mem_bandwidth_gbs > 0 ? dev->mem_bandwidth_gbs : measure_bandwidth(dev);
+    double step_s = res.decode_s / G;
+    double floor_s = bw > 0 ? step_bytes / (bw * 1e9) : 0;
+
+    if (cli->json) {
+        printf("{\"model\": \"%s\", \"device\": \"%s\", \"dtype\": \"%s\", \"attention\": \"%s\", "
+               "\"prompt_tokens\": %d, \"gen_tokens\": %d, \"prefill_tok_s\": %.2f, "
+               "\"decode_tok_s\": %.2f, \"decode_step_ms\": %.4f, \"decode_bytes_per_step\": %.0f, "
+               "\"bandwidth_gbs\": %.1f, \"decode_floor_ms\": %.4f, \"decode_roofline_fraction\": %.4f}\n",
+               mc->architecture, dev->name, orin_dtype_name(orin_model_dtype(e.model)),
+               cfg->attention.backend, P, G, P / res.prefill_s, G / res.decode_s, step_s * 1e3,
+               step_bytes, bw, floor_s * 1e3, floor_s > 0 ? floor_s / step_s : 0);
+    } else {
+        printf("model     %s on %s, %s, attention %s\n", mc->architecture, dev->name,
+               orin_dtype_name(orin_model_dtype(e.model)), cfg->attention.backend);
+        printf("prefill   %d tokens: %.1f tok/s\n", P, P / res.prefill_s);
+        printf("decode    %d tokens: %.1f tok/s (%.3f ms/token)\n", G, G / res.decode_s,
+               step_s * 1e3);
+        printf("roofline  %.2f MB read per token at %.1f GB/s: floor %.3f ms/token, "
+               "decode reaches %.1f%% of it\n",
+               step_bytes / 1e6, bw, floor_s * 1e3, floor_s > 0 ? 100.0 * floor_s / step_s : 0);
+    }
+    engine_close(&e);
+    return ORIN_EXIT_OK;
+}

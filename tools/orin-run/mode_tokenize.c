@@ -1,0 +1,97 @@
+/* --tokenize FILE: the token ids of FILE's text as one JSON array on one line.
+ *
+ * The text is the file's exact bytes ("-" reads standard input): no chat
+ * template, no BOS, a final newline is tokenized like any other. The tokenizer
+ * is model.path's tokenizer.json (and tokenizer_config.json); no weights load. */
+#include "cli.h"
+
+#include "orin/error.h"
+#include "orin/tokenizer.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *read_input(const char *path, size_t *len)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+    char *data = NULL;
+    size_t cap = 0, n = 0;
+    if (!f) {
+        orin_error_set("%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    for (;;) {
+        if (cap - n < 65536) {
+            cap = cap ? cap * 2 : 65536;
+            char *grown = realloc(data, cap);
+            if (!grown) {
+                orin_error_set("%s: out of memory", path);
+                goto fail;
+            }
+            data = grown;
+        }
+        size_t got = fread(data + n, 1, cap - n, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    if (ferror(f)) {
+        orin_error_set("%s: cannot read: %s", path, strerror(errno));
+        goto fail;
+    }
+    if (f != stdin)
+        fclose(f);
+    *len = n;
+    return data;
+fail:
+    if (f != stdin)
+        fclose(f);
+    free(data);
+    return NULL;
+}
+
+static int print_ids(const int32_t *ids, size_t n)
+{
+    putchar('[');
+    for (size_t i = 0; i < n; i++)
+        printf(i ? ", %d" : "%d", ids[i]);
+    fputs("]\n", stdout);
+    if (fflush(stdout) || ferror(stdout))
+        return orin_error_set("stdout: write failed: %s", strerror(errno));
+    return 0;
+}
+
+int mode_tokenize(const orin_cli *cli)
+{
+    orin_tokenizer *tok = NULL;
+    char *text = NULL;
+    int32_t *ids = NULL;
+    size_t len = 0, n_ids = 0;
+    int rc;
+
+    if (!cli->cfg.model.path[0]) {
+        fprintf(stderr, "orin-run: --tokenize needs model.path (the folder with tokenizer.json): "
+                        "give --config FILE or --set model.path=DIR\n");
+        return ORIN_EXIT_USAGE;
+    }
+    tok = orin_tokenizer_load(cli->cfg.model.path);
+    if (!tok) {
+        rc = ORIN_EXIT_LOAD;
+        goto fail;
+    }
+    rc = ORIN_EXIT_RUNTIME;
+    text = read_input(cli->tokenize_file, &len);
+    if (!text || orin_tokenizer_encode(tok, text, len, &ids, &n_ids) || print_ids(ids, n_ids))
+        goto fail;
+    rc = ORIN_EXIT_OK;
+    goto out;
+fail:
+    fprintf(stderr, "orin-run: %s\n", orin_error());
+out:
+    free(ids);
+    free(text);
+    orin_tokenizer_free(tok);
+    return rc;
+}
