@@ -347,6 +347,17 @@ JINJA = [
                    {"role": "assistant", "content": "c", "thinking": "t"}]}),
     ("add_generation_prompt_default", "{{ add_generation_prompt }} {{ tools }} {{ documents }} "
      "{{ messages }}", {}),
+    # corners found by differential fuzzing against jinja2
+    ("colon_before_block_end", "{% if true: %}a{% else: %}b{% endif %}{% for i in [1]: %}{{ i }}"
+     "{% endfor %}", {}),
+    ("subscript_tuples", "[{{ b[] }}][{{ b[0, 1] }}][{{ 5[1:] }}]", D),
+    ("zero_then_name", "{{ 0or 1 }} {{ 0 if 0else 2 }}", {}),
+    ("unicode_names", "{% set été = 'summer' %}{{ été }} {% set ns = namespace(ñ=1) %}{{ ns.ñ }}", {}),
+    ("comment_open_at_end", "text{#", {}),
+    ("unknown_filter_not_run", "{{ (x | bogus) if false }}{% if false %}{{ y is bogus }}"
+     "{% endif %}ok", {}),
+    ("round_int_and_bad_base", "{{ 7 | round(2) }} {{ 1234 | round(-2) }} {{ '12' | int(5, 1) }}", {}),
+    ("undefined_repr", "{{ [nothing, c.missing] }}", D),
     # errors (jinja raises; orin must fail cleanly)
     ("err_raise_exception", "{{ raise_exception('Only user and assistant roles are supported!') }}", {}),
     ("err_undefined_attr", "{{ nothing.attr }}", {}),
@@ -375,6 +386,10 @@ JINJA = [
     ("err_include", "{% include 'x.html' %}", {}),
     ("err_slice_step_zero", "{{ b[::0] }}", D),
     ("err_break_outside", "{% break %}", {}),
+    ("err_subscript_trailing_comma", "{{ b[0,] }}", D),
+    ("err_test_extra_arg", "{{ x is defined 1 }}", {}),
+    ("err_unknown_filter_run", "{% if true %}{{ 1 | bogus }}{% endif %}", {}),
+    ("err_nul_in_output", "{{ 'a\\0b' }}", {}),
 ]
 
 

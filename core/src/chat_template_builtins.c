@@ -1032,7 +1032,7 @@ static ct_val *f_int(struct ct_render *r, uint32_t pos, ct_val *v, const struct 
     ct_val *def = x[0] ? x[0] : ct_int(ENV, 0);
     int64_t base = x[1] ? need_int(r, pos, x[1], "int base") : 10;
     if (base != 0 && (base < 2 || base > 36))
-        ct_fail(ENV, pos, "int() base must be >= 2 and <= 36, or 0");
+        return def; /* Python's ValueError, which Jinja's int filter swallows */
     switch (v->kind) {
     case CT_INT: return v;
     case CT_BOOL: return ct_int(ENV, v->u.b);

@@ -811,8 +811,6 @@ static struct ct_expr *parse_subscript(struct parser *p, struct ct_expr *obj)
     while (!is_op(cur(p), ']')) {
         if (keys.n)
             expect_op(p, ',', "','");
-        if (is_op(cur(p), ']'))
-            break;
         ptrs_push(p, &keys, parse_subscribed(p, obj, t->pos));
     }
     advance(p);

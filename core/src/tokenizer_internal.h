@@ -53,9 +53,13 @@ uint64_t tok_hash_bytes(const void *data, size_t n);
 
 /* String -> index map over keys the caller owns (keys[i], lens[i]). Open
  * addressing; each slot keeps the hash's low bits to skip most compares. */
+typedef struct tok_strmap_slot {
+    uint32_t index;    /* index + 1, 0 = empty */
+    uint32_t tag;      /* low 32 bits of the key's hash */
+} tok_strmap_slot;
+
 typedef struct tok_strmap {
-    uint32_t *slots;   /* index + 1, 0 = empty */
-    uint32_t *tags;    /* low 32 bits of the key's hash */
+    tok_strmap_slot *slots;
     size_t mask;
     const char *const *keys;
     const uint32_t *lens;

@@ -72,6 +72,8 @@ int tok_buf_reserve(tok_buf *b, size_t extra)
 
 int tok_buf_append(tok_buf *b, const void *data, size_t n)
 {
+    if (!n)
+        return 0;
     if (tok_buf_reserve(b, n))
         return -1;
     memcpy(b->data + b->len, data, n);
@@ -130,16 +132,11 @@ int tok_strmap_init(tok_strmap *m, size_t n_keys, const char *const *keys, const
     size_t cap = table_size_for(n_keys);
     *m = (tok_strmap){
         .slots = calloc(cap, sizeof *m->slots),
-        .tags = calloc(cap, sizeof *m->tags),
         .mask = cap - 1,
         .keys = keys,
         .lens = lens,
     };
-    if (!m->slots || !m->tags) {
-        tok_strmap_free(m);
-        return -1;
-    }
-    return 0;
+    return m->slots ? 0 : -1;
 }
 
 int64_t tok_strmap_insert(tok_strmap *m, uint32_t i)
@@ -147,14 +144,13 @@ int64_t tok_strmap_insert(tok_strmap *m, uint32_t i)
     uint64_t h = tok_hash_bytes(m->keys[i], m->lens[i]);
     uint32_t tag = (uint32_t)h;
     for (size_t s = (h >> 32) & m->mask;; s = (s + 1) & m->mask) {
-        uint32_t at = m->slots[s];
-        if (!at) {
-            m->slots[s] = i + 1;
-            m->tags[s] = tag;
+        tok_strmap_slot *slot = &m->slots[s];
+        if (!slot->index) {
+            *slot = (tok_strmap_slot){.index = i + 1, .tag = tag};
             return -1;
         }
-        at--;
-        if (m->tags[s] == tag && m->lens[at] == m->lens[i] && !memcmp(m->keys[at], m->keys[i], m->lens[i]))
+        uint32_t at = slot->index - 1;
+        if (slot->tag == tag && m->lens[at] == m->lens[i] && !memcmp(m->keys[at], m->keys[i], m->lens[i]))
             return at;
     }
 }
@@ -166,11 +162,11 @@ int64_t tok_strmap_find(const tok_strmap *m, const char *key, size_t len)
     uint64_t h = tok_hash_bytes(key, len);
     uint32_t tag = (uint32_t)h;
     for (size_t s = (h >> 32) & m->mask;; s = (s + 1) & m->mask) {
-        uint32_t at = m->slots[s];
-        if (!at)
+        const tok_strmap_slot *slot = &m->slots[s];
+        if (!slot->index)
             return -1;
-        at--;
-        if (m->tags[s] == tag && m->lens[at] == len && !memcmp(m->keys[at], key, len))
+        uint32_t at = slot->index - 1;
+        if (slot->tag == tag && m->lens[at] == len && !memcmp(m->keys[at], key, len))
             return at;
     }
 }
@@ -178,9 +174,7 @@ int64_t tok_strmap_find(const tok_strmap *m, const char *key, size_t len)
 void tok_strmap_free(tok_strmap *m)
 {
     free(m->slots);
-    free(m->tags);
     m->slots = NULL;
-    m->tags = NULL;
 }
 
 int tok_mergemap_init(tok_mergemap *m, size_t n)

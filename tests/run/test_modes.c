@@ -106,7 +106,9 @@ static void check_generate(void)
 
     char args[256], *out = NULL, *err = NULL;
     snprintf(args, sizeof args,
-             "-p Hello --set generate.temperature=0 --set generate.max_tokens=%d --verbose-prompt", n);
+             "-p Hello --set generate.temperature=0 --set generate.repetition_penalty=1 "
+             "--set generate.max_tokens=%d --verbose-prompt",
+             n);
     int rc = run(args, &out, &err);
     CHECK(rc == 0, "generate: exit %d: %s", rc, err ? err : "");
     size_t wl = want ? strlen(want) : 0;

@@ -1,0 +1,57 @@
+/* The token loop shared by generate, chat and bench: prefill what the KV cache
+ * does not hold yet, then sample and decode until a stop condition. */
+#ifndef ORIN_RUN_GENERATE_H
+#define ORIN_RUN_GENERATE_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cli.h"
+#include "engine.h"
+#include "orin/chat_template.h"
+#include "orin/sampler.h"
+
+typedef enum stop_reason { STOP_EOS = 0, STOP_MAX_TOKENS, STOP_CONTEXT, STOP_INTERRUPT } stop_reason;
+
+typedef struct generator {
+    orin_model *model;
+    const orin_tokenizer *tok;
+    orin_chat_template *tpl;      /* NULL when generate.chat = false */
+    orin_sampler *sampler;
+    int32_t context, vocab;
+    int32_t max_tokens;
+    bool chat, stream, verbose_prompt;
+    int32_t stop_ids[16];
+    int n_stop;
+    int32_t *cached;              /* the tokens whose K/V are in the cache, in order */
+    int32_t n_cached;
+    float *logits;                /* [vocab] */
+} generator;
+
+typedef struct reply {
+    char *text;                   /* the reply's decoded text (NUL-terminated) */
+    size_t len;
+    int32_t prompt_tokens;        /* tokens of the prompt */
+    int32_t prefilled;            /* of those, the ones not found in the cache */
+    int32_t generated;
+    double prefill_s, first_token_s, decode_s;
+    stop_reason stop;
+} reply;
+
+/* Sampling settings from the INI where the user set them, else from the model
+ * folder's generation_config.json, else the INI defaults. */
+int generator_init(generator *g, orin_engine *e, const orin_cli *cli);
+void generator_free(generator *g);
+
+/* Generates a reply to the prompt ids; streams when g->stream. `stop_flag`
+ * (set by a signal handler) ends the reply early with STOP_INTERRUPT. */
+int generator_reply(generator *g, const int32_t *ids, size_t n_ids,
+                    volatile sig_atomic_t *stop_flag, reply *r);
+/* Forgets the cache contents (the next reply prefills everything). */
+void generator_forget(generator *g);
+
+void generator_print_stats(const generator *g, const reply *r, bool json);
+void reply_free(reply *r);
+
+#endif
