@@ -12,6 +12,7 @@ typedef struct orin_model orin_model;
 /* The KV cache capacity when the user sets none: real models allow 32k-128k
  * positions, whose cache would not fit a small machine. */
 #define ORIN_DEFAULT_CONTEXT 4096
+#define ORIN_CONTEXT_AUTO (-1)
 
 typedef struct orin_model_options {
     const char *path;             /* Hugging Face model folder */
@@ -20,8 +21,9 @@ typedef struct orin_model_options {
     const orin_registry *registry;
     const char *attention;        /* provider for attention.* ("mha", "fa1", "fa2", ...) */
     bool strict;                  /* a fallback binding is an error */
-    int32_t max_context;          /* KV cache capacity; 0 = ORIN_DEFAULT_CONTEXT or the
-                                     model's max_position_embeddings if smaller */
+    int32_t max_context;          /* KV cache capacity; 0 = the model's
+                                     max_position_embeddings; ORIN_CONTEXT_AUTO (-1) =
+                                     ORIN_DEFAULT_CONTEXT, or the model's limit if smaller */
     int32_t prefill_chunk;        /* tokens per prefill pass */
     bool progress;                /* show loading progress (on a terminal) */
 } orin_model_options;

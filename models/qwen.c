@@ -514,7 +514,9 @@ void orin_model_free(orin_model *m)
 static int32_t choose_context(const orin_model_options *opt, const orin_model_config *c)
 {
     int32_t ctx = opt->max_context;
-    if (ctx <= 0)
+    if (ctx == 0)
+        return c->max_position_embeddings;
+    if (ctx < 0)
         return c->max_position_embeddings < ORIN_DEFAULT_CONTEXT ? c->max_position_embeddings
                                                                  : ORIN_DEFAULT_CONTEXT;
     if (ctx > c->max_position_embeddings)

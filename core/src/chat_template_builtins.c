@@ -1031,8 +1031,7 @@ static ct_val *f_int(struct ct_render *r, uint32_t pos, ct_val *v, const struct 
     BIND("int", x, "default", "base");
     ct_val *def = x[0] ? x[0] : ct_int(ENV, 0);
     int64_t base = x[1] ? need_int(r, pos, x[1], "int base") : 10;
-    if (base != 0 && (base < 2 || base > 36))
-        return def; /* Python's ValueError, which Jinja's int filter swallows */
+    bool base_ok = base == 0 || (base >= 2 && base <= 36);
     switch (v->kind) {
     case CT_INT: return v;
     case CT_BOOL: return ct_int(ENV, v->u.b);
@@ -1041,10 +1040,14 @@ static ct_val *f_int(struct ct_render *r, uint32_t pos, ct_val *v, const struct 
             return def;
         return ct_int(ENV, (int64_t)v->u.f);
     case CT_STR: {
+        /* int(s, base), else int(float(s)), else the default: Jinja's order. */
         int64_t i;
         double f;
-        if (parse_number(strip_underscores(r, v->u.str.s), true, (int)base, &i, &f))
+        const char *s = strip_underscores(r, v->u.str.s);
+        if (base_ok && parse_number(s, true, (int)base, &i, &f))
             return ct_int(ENV, i);
+        if (parse_number(s, false, 10, &i, &f) && isfinite(f) && fabs(f) < 9.2e18)
+            return ct_int(ENV, (int64_t)f);
         return def;
     }
     default: return def;

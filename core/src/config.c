@@ -100,7 +100,8 @@ static const key_def keys[] = {
     {"runtime", "cuda_graph", KEY_BOOL, FIELD(runtime.cuda_graph), .def = "true",
      .doc = "capture the decode step into a CUDA graph and replay it"},
     {"runtime", "max_context", KEY_INT, FIELD(runtime.max_context), INT_RANGE(0, INT32_MAX),
-     .def = "4096", .doc = "KV cache length in tokens; 0 = the model's max_position_embeddings"},
+     .def = "4096", .doc = "KV cache length in tokens (unset: 4096, or the model's limit if "
+                           "smaller); 0 = the model's max_position_embeddings"},
     {"runtime", "threads", KEY_INT, FIELD(runtime.threads), INT_RANGE(0, 4096), .def = "0",
      .doc = "host threads for CPU ops; 0 = all cores"},
     {"runtime", "prefill_chunk", KEY_INT, FIELD(runtime.prefill_chunk), INT_RANGE(1, INT32_MAX),
@@ -136,6 +137,8 @@ static const key_def keys[] = {
      .fmax_open = true, .def = "0", .doc = "drop tokens below min_p times the top probability; 0 = off"},
     {"generate", "repetition_penalty", KEY_FLOAT, FIELD(generate.repetition_penalty), .fmin = 0,
      .fmin_open = true, .fmax = FLT_MAX, .def = "1", .doc = "penalty on repeated tokens; 1 = off"},
+    {"generate", "presence_penalty", KEY_FLOAT, FIELD(generate.presence_penalty), .fmin = -FLT_MAX,
+     .fmax = FLT_MAX, .def = "0", .doc = "subtracted once from the logit of every token seen; 0 = off"},
     {"generate", "seed", KEY_U64, FIELD(generate.seed), .def = "0",
      .doc = "random seed of the sampler"},
     {"generate", "stream", KEY_BOOL, FIELD(generate.stream), .def = "true",
@@ -149,7 +152,7 @@ static const key_def keys[] = {
     {"bench", "gen_tokens", KEY_INT, FIELD(bench.gen_tokens), INT_RANGE(1, INT32_MAX),
      .def = "128", .doc = "tokens --bench decodes"},
     {"bench", "repeats", KEY_INT, FIELD(bench.repeats), INT_RANGE(1, 1000), .def = "3",
-     .doc = "runs of --bench; the best is reported"},
+     .doc = "runs of --bench; the median is reported"},
 };
 
 #define N_KEYS (sizeof keys / sizeof keys[0])

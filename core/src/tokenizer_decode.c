@@ -82,7 +82,8 @@ static int emit(orin_detokenizer *dt, const char *piece, size_t n, bool final, c
     if (tok_buf_append(&dt->work, dt->pending, dt->n_pending) || tok_buf_append(&dt->work, piece, n) ||
         tok_utf8_append_lossy(&dt->out, (const unsigned char *)dt->work.data, dt->work.len, !final, &held))
         return orin_error_set("tokenizer: out of memory");
-    memcpy(dt->pending, dt->work.data + dt->work.len - held, held);
+    if (held)
+        memcpy(dt->pending, dt->work.data + dt->work.len - held, held);
     dt->n_pending = held;
     *out = dt->out.data ? dt->out.data : "";
     *len = dt->out.len;

@@ -286,6 +286,8 @@ static void test_errors(void)
                  "t.jinja:1:9: range too big, the sandbox allows at most 100000 items");
     expect_error("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", "{}",
                  "t.jinja:1:21: macro 'f': calls nest too deeply");
+    /* Jinja can render a NUL; a C string cannot carry one. */
+    expect_error("{{ 'a\\0b' }}", "{}", "t.jinja: rendered text contains a NUL character");
     expect_error("{{ x }}", "[1]", "t.jinja: context is not a JSON object");
     expect_error("{{ x }}", "{\"x\": ", "t.jinja: context is not a JSON object");
 

@@ -31,9 +31,8 @@ int engine_open_model(orin_engine *e, const orin_cli *cli)
         .registry = e->registry,
         .attention = cfg->attention.backend,
         .strict = cfg->attention.strict,
-        /* Unset: the model's own limit, capped (see orin_model_options). */
         .max_context = orin_config_is_set(cfg, "runtime", "max_context")
-                           ? cfg->runtime.max_context : 0,
+                           ? cfg->runtime.max_context : ORIN_CONTEXT_AUTO,
         .prefill_chunk = cfg->runtime.prefill_chunk,
         .progress = isatty(STDOUT_FILENO) && isatty(STDERR_FILENO),
     };

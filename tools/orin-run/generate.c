@@ -55,6 +55,7 @@ static void sampling_settings(const orin_config *cfg, const orin_generation_conf
         .min_p = (float)pick(cfg, "min_p", cfg->generate.min_p, gc->min_p),
         .repetition_penalty = (float)pick(cfg, "repetition_penalty",
                                           cfg->generate.repetition_penalty, gc->repetition_penalty),
+        .presence_penalty = cfg->generate.presence_penalty,
         .seed = cfg->generate.seed,
     };
     /* do_sample = false in the model folder means greedy, unless the user asked

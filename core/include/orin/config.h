@@ -58,6 +58,7 @@ typedef struct orin_config {
         float top_p;                      /* (0, 1], default 0.8 */
         float min_p;                      /* [0, 1), default 0 */
         float repetition_penalty;         /* > 0, 1 = off, default 1 */
+        float presence_penalty;           /* 0 = off, default 0 */
         uint64_t seed;                    /* default 0 */
         bool stream;                      /* default true */
     } generate;
