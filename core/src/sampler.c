@@ -1,33 +1,39 @@
-/* The sampler (see orin/sampler.h for the order of the steps). */
+/* Token sampling: penalties, temperature, top-k, top-p, min-p and a seeded
+ * draw, in Hugging Face's order (see orin/sampler.h for the steps). */
 #include "orin/sampler.h"
-#include "orin/error.h"
 
 #include <math.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct candidate {
+#include "orin/error.h"
+
+/* A token still in the running: its scaled logit and, once known, its
+ * weight exp(s - s_max) (the softmax before normalisation). */
+struct cand {
+    float s;
     int32_t id;
-    float logit;
-} candidate;
+    double w;
+};
 
 struct orin_sampler {
     orin_sampler_params p;
-    uint64_t rng[4];          /* xoshiro256** state */
-    candidate *cand;          /* scratch, [cap] */
-    double *prob;             /* scratch, [cap] */
-    uint8_t *seen;            /* scratch, [cap]: history membership */
-    int32_t cap;
+    uint64_t rng[4];     /* xoshiro256** state */
+    int32_t cap;         /* the scratch arrays hold this many tokens */
+    uint8_t *seen;       /* [cap] marks distinct history tokens; all 0 between calls */
+    struct cand *cands;  /* [cap] candidates after top-k */
+    struct cand *kept;   /* [cap] candidates after top-p and min-p */
 };
 
-/* ---- random numbers: splitmix64 seeds xoshiro256** ---------------------------- */
+/* ---- random numbers: splitmix64 seeds xoshiro256** ---- */
 
 static uint64_t splitmix64(uint64_t *x)
 {
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
 }
 
@@ -36,45 +42,69 @@ static uint64_t rotl(uint64_t x, int k)
     return (x << k) | (x >> (64 - k));
 }
 
-static uint64_t xoshiro_next(uint64_t s[4])
+static uint64_t xoshiro256ss(uint64_t st[4])
 {
-    uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
+    uint64_t result = rotl(st[1] * 5, 7) * 9;
+    uint64_t t = st[1] << 17;
+    st[2] ^= st[0];
+    st[3] ^= st[1];
+    st[1] ^= st[2];
+    st[0] ^= st[3];
+    st[2] ^= t;
+    st[3] = rotl(st[3], 45);
     return result;
 }
 
-/* Uniform in [0, 1) with 53 random bits. */
+/* Uniform in [0, 1) from the top 53 bits. */
 static double uniform(orin_sampler *s)
 {
-    return (double)(xoshiro_next(s->rng) >> 11) * 0x1.0p-53;
+    return (double)(xoshiro256ss(s->rng) >> 11) * 0x1.0p-53;
 }
 
-/* ---- setup ------------------------------------------------------------------------ */
+void orin_sampler_seed(orin_sampler *s, uint64_t seed)
+{
+    uint64_t x = seed;
+    for (int i = 0; i < 4; i++)
+        s->rng[i] = splitmix64(&x);
+}
+
+/* ---- setup ---- */
+
+static int check_params(const orin_sampler_params *p)
+{
+    if (!(p->temperature >= 0.0f) || isinf(p->temperature))
+        return orin_error_set("sampler: temperature %g must be >= 0 and finite",
+                              (double)p->temperature);
+    if (p->top_k < 0)
+        return orin_error_set("sampler: top_k %d must be >= 0", p->top_k);
+    if (!(p->top_p > 0.0f && p->top_p <= 1.0f))
+        return orin_error_set("sampler: top_p %g is not in (0, 1]", (double)p->top_p);
+    if (!(p->min_p >= 0.0f && p->min_p <= 1.0f))
+        return orin_error_set("sampler: min_p %g is not in [0, 1]", (double)p->min_p);
+    if (!(p->repetition_penalty > 0.0f) || isinf(p->repetition_penalty))
+        return orin_error_set("sampler: repetition_penalty %g must be > 0 and finite",
+                              (double)p->repetition_penalty);
+    if (!isfinite(p->presence_penalty))
+        return orin_error_set("sampler: presence_penalty %g must be finite",
+                              (double)p->presence_penalty);
+    return 0;
+}
 
 orin_sampler *orin_sampler_create(const orin_sampler_params *p)
 {
-    if (!(p->temperature >= 0) || p->top_k < 0 || !(p->top_p > 0 && p->top_p <= 1) ||
-        !(p->min_p >= 0 && p->min_p < 1) || !(p->repetition_penalty > 0) ||
-        !isfinite(p->presence_penalty)) {
-        orin_error_set("sampler: parameter out of range (temperature %g, top_k %d, top_p %g, "
-                       "min_p %g, repetition_penalty %g)",
-                       p->temperature, p->top_k, p->top_p, p->min_p, p->repetition_penalty);
+    if (!p) {
+        orin_error_set("sampler: no parameters");
         return NULL;
     }
+    if (check_params(p))
+        return NULL;
     orin_sampler *s = calloc(1, sizeof *s);
     if (!s) {
         orin_error_set("sampler: out of memory");
         return NULL;
     }
     s->p = *p;
-    uint64_t x = p->seed;
-    for (int i = 0; i < 4; i++)
-        s->rng[i] = splitmix64(&x);
+    orin_sampler_seed(s, p->seed);
     return s;
 }
 
@@ -82,51 +112,62 @@ void orin_sampler_free(orin_sampler *s)
 {
     if (!s)
         return;
-    free(s->cand);
-    free(s->prob);
     free(s->seen);
+    free(s->cands);
+    free(s->kept);
     free(s);
 }
 
 static int reserve(orin_sampler *s, int32_t vocab)
 {
+    if (vocab < 1)
+        return orin_error_set("sampler: vocabulary size %d must be >= 1", vocab);
     if (vocab <= s->cap)
         return 0;
-    candidate *c = realloc(s->cand, (size_t)vocab * sizeof *c);
-    if (c)
-        s->cand = c;
-    double *p = realloc(s->prob, (size_t)vocab * sizeof *p);
-    if (p)
-        s->prob = p;
-    uint8_t *seen = realloc(s->seen, (size_t)vocab);
-    if (seen)
-        s->seen = seen;
-    if (!c || !p || !seen)
-        return orin_error_set("sampler: out of memory for %d candidates", vocab);
+    uint8_t *seen = calloc((size_t)vocab, 1);
+    struct cand *cands = malloc((size_t)vocab * sizeof *cands);
+    struct cand *kept = malloc((size_t)vocab * sizeof *kept);
+    if (!seen || !cands || !kept) {
+        free(seen);
+        free(cands);
+        free(kept);
+        return orin_error_set("sampler: out of memory for a vocabulary of %d", vocab);
+    }
+    free(s->seen);
+    free(s->cands);
+    free(s->kept);
+    s->seen = seen;
+    s->cands = cands;
+    s->kept = kept;
     s->cap = vocab;
     return 0;
 }
 
-/* ---- the steps ------------------------------------------------------------------ */
+/* ---- steps 1-3 ---- */
 
+/* Repetition and presence penalties, in place, once per distinct token. */
 static void apply_penalties(orin_sampler *s, float *logits, int32_t vocab, const int32_t *history,
                             int32_t n)
 {
-    const float rep = s->p.repetition_penalty, pres = s->p.presence_penalty;
-    if ((rep == 1.0f && pres == 0.0f) || n == 0)
+    float rep = s->p.repetition_penalty, presence = s->p.presence_penalty;
+    if (n <= 0 || (rep == 1.0f && presence == 0.0f))
         return;
-    memset(s->seen, 0, (size_t)vocab);
     for (int32_t i = 0; i < n; i++) {
-        int32_t id = history[i];
-        if (id < 0 || id >= vocab || s->seen[id])
-            continue; /* each distinct token once, as Hugging Face's gather/scatter does */
-        s->seen[id] = 1;
-        float l = logits[id];
-        l = l > 0 ? l / rep : l * rep;
-        logits[id] = l - pres;
+        int32_t t = history[i];
+        if (t < 0 || t >= vocab || s->seen[t])
+            continue;
+        s->seen[t] = 1;
+        float x = logits[t];
+        if (rep != 1.0f)
+            x = x > 0 ? x / rep : x * rep;
+        logits[t] = x - presence;
     }
+    for (int32_t i = 0; i < n; i++)
+        if (history[i] >= 0 && history[i] < vocab)
+            s->seen[history[i]] = 0;
 }
 
+/* The lowest id of the largest logit, NaN skipped; -1 when all are NaN. */
 static int32_t argmax(const float *x, int32_t n)
 {
     int32_t best = -1;
@@ -136,120 +177,164 @@ static int32_t argmax(const float *x, int32_t n)
     return best;
 }
 
-/* Descending by logit, ascending id on ties (a total order: deterministic). */
-static int cmp_candidate(const void *a, const void *b)
-{
-    const candidate *x = a, *y = b;
-    if (x->logit != y->logit)
-        return x->logit < y->logit ? 1 : -1;
-    return (x->id > y->id) - (x->id < y->id);
-}
-
-/* Moves the k best candidates to the front (unordered): quickselect. */
-static void select_top(candidate *c, int32_t n, int32_t k)
-{
-    int32_t lo = 0, hi = n - 1;
-    while (lo < hi) {
-        candidate pivot = c[lo + (hi - lo) / 2];
-        int32_t i = lo, j = hi;
-        while (i <= j) {
-            while (cmp_candidate(&c[i], &pivot) < 0)
-                i++;
-            while (cmp_candidate(&c[j], &pivot) > 0)
-                j--;
-            if (i <= j) {
-                candidate t = c[i];
-                c[i++] = c[j];
-                c[j--] = t;
-            }
-        }
-        if (k - 1 <= j)
-            hi = j;
-        else if (k - 1 >= i)
-            lo = i;
-        else
-            break;
-    }
-}
-
-/* Steps 3-6: leaves the kept candidates sorted in s->cand[0..*kept) and
- * their normalised probabilities in s->prob. */
-static int warp(orin_sampler *s, const float *logits, int32_t vocab, int32_t *kept)
-{
-    const float inv_t = 1.0f / s->p.temperature;
-    int32_t n = 0;
-    for (int32_t i = 0; i < vocab; i++)
-        if (!isnan(logits[i]))
-            s->cand[n++] = (candidate){.id = i, .logit = logits[i] * inv_t};
-    if (n == 0)
-        return orin_error_set("sampler: every logit is NaN");
-    if (s->p.top_k > 0 && s->p.top_k < n) {
-        select_top(s->cand, n, s->p.top_k);
-        n = s->p.top_k;
-    }
-    qsort(s->cand, (size_t)n, sizeof *s->cand, cmp_candidate);
-
-    double max = s->cand[0].logit, sum = 0;
-    for (int32_t i = 0; i < n; i++)
-        sum += s->prob[i] = exp((double)s->cand[i].logit - max);
-    for (int32_t i = 0; i < n; i++)
-        s->prob[i] /= sum;
-
-    if (s->p.top_p < 1.0f) {
-        double above = 0;
-        int32_t keep = 0;
-        while (keep < n && above < s->p.top_p)
-            above += s->prob[keep++];
-        n = keep;
-    }
-    if (s->p.min_p > 0) {
-        double floor = s->p.min_p * s->prob[0];
-        int32_t keep = 1;
-        while (keep < n && s->prob[keep] >= floor)
-            keep++;
-        n = keep;
-    }
-    sum = 0;
-    for (int32_t i = 0; i < n; i++)
-        sum += s->prob[i];
-    for (int32_t i = 0; i < n; i++)
-        s->prob[i] /= sum;
-    *kept = n;
-    return 0;
-}
-
 static bool is_greedy(const orin_sampler *s)
 {
     return s->p.temperature == 0.0f || s->p.top_k == 1;
 }
 
+/* ---- steps 4-6 ---- */
+
+/* Heaps of struct cand ordered by s: a max-heap when `max`, else a min-heap. */
+static bool above(const struct cand *a, const struct cand *b, bool max)
+{
+    return max ? a->s > b->s : a->s < b->s;
+}
+
+static void sift_down(struct cand *h, size_t n, size_t i, bool max)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, top = i;
+        if (l < n && above(&h[l], &h[top], max))
+            top = l;
+        if (r < n && above(&h[r], &h[top], max))
+            top = r;
+        if (top == i)
+            return;
+        struct cand t = h[i];
+        h[i] = h[top];
+        h[top] = t;
+        i = top;
+    }
+}
+
+static void sift_up(struct cand *h, size_t i, bool max)
+{
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (!above(&h[i], &h[parent], max))
+            return;
+        struct cand t = h[i];
+        h[i] = h[parent];
+        h[parent] = t;
+        i = parent;
+    }
+}
+
+/* Temperature and top-k: s->cands gets the surviving tokens with their scaled
+ * logits. With top_k, a min-heap of the k largest over one pass gives the
+ * threshold (the k-th largest), then a second pass keeps everything at or
+ * above it: partial selection, no sort of the vocabulary. */
+static int32_t candidates(orin_sampler *s, const float *logits, int32_t vocab)
+{
+    int32_t k = s->p.top_k;
+    float t = s->p.temperature;
+    struct cand *c = s->cands;
+    float threshold = -INFINITY;
+    if (k > 0 && k < vocab) {
+        size_t n = 0;
+        for (int32_t i = 0; i < vocab; i++) {
+            float x = logits[i] / t;
+            if (isnan(x))
+                continue;
+            if (n < (size_t)k) {
+                c[n] = (struct cand){.s = x, .id = i};
+                sift_up(c, n++, false);
+            } else if (x > c[0].s) {
+                c[0] = (struct cand){.s = x, .id = i};
+                sift_down(c, n, 0, false);
+            }
+        }
+        if (n == (size_t)k)
+            threshold = c[0].s;
+    }
+    int32_t n = 0;
+    for (int32_t i = 0; i < vocab; i++) {
+        float x = logits[i] / t;
+        if (x >= threshold && x > -INFINITY) /* false for NaN */
+            c[n++] = (struct cand){.s = x, .id = i};
+    }
+    if (!n)
+        return orin_error_set("sampler: no logit is finite (all -inf or NaN)");
+    return n;
+}
+
+/* Steps 3-6: s->kept[0..return) with their weights. */
+static int32_t select_tokens(orin_sampler *s, const float *logits, int32_t vocab)
+{
+    int32_t n = candidates(s, logits, vocab);
+    if (n < 0)
+        return -1;
+    struct cand *c = s->cands, *kept = s->kept;
+    float s_max = c[0].s;
+    for (int32_t i = 1; i < n; i++)
+        if (c[i].s > s_max)
+            s_max = c[i].s;
+    double total = 0;
+    for (int32_t i = 0; i < n; i++) {
+        /* With +inf logits, the limit of the softmax: uniform over them. */
+        c[i].w = s_max == INFINITY ? (c[i].s == INFINITY) : exp((double)c[i].s - (double)s_max);
+        total += c[i].w;
+    }
+    int32_t nk = 0;
+    if (s->p.top_p < 1.0f) {
+        /* Pop in descending order; keep a token while the mass ranked above
+         * it is below top_p (the first one always). */
+        double limit = (double)s->p.top_p * total, mass = 0;
+        size_t h = (size_t)n;
+        for (size_t i = h / 2; i-- > 0;)
+            sift_down(c, h, i, true);
+        while (h > 0 && (nk == 0 || mass < limit)) {
+            kept[nk++] = c[0];
+            mass += c[0].w;
+            c[0] = c[--h];
+            sift_down(c, h, 0, true);
+        }
+    } else {
+        memcpy(kept, c, (size_t)n * sizeof *c);
+        nk = n;
+    }
+    if (s->p.min_p > 0.0f) {
+        /* probability / largest probability is w: the largest has w = 1. */
+        double min_p = s->p.min_p;
+        int32_t m = 0;
+        for (int32_t i = 0; i < nk; i++)
+            if (kept[i].w >= min_p)
+                kept[m++] = kept[i];
+        nk = m;
+    }
+    return nk;
+}
+
+/* ---- entry points ---- */
+
 int orin_sampler_distribution(orin_sampler *s, float *logits, int32_t vocab,
                               const int32_t *history, int32_t n_history, double *probs)
 {
-    if (vocab < 1 || reserve(s, vocab) != 0)
-        return vocab < 1 ? orin_error_set("sampler: empty vocabulary") : -1;
+    if (reserve(s, vocab) != 0)
+        return -1;
     apply_penalties(s, logits, vocab, history, n_history);
     memset(probs, 0, (size_t)vocab * sizeof *probs);
     if (is_greedy(s)) {
         int32_t best = argmax(logits, vocab);
         if (best < 0)
             return orin_error_set("sampler: every logit is NaN");
-        probs[best] = 1;
+        probs[best] = 1.0;
         return 0;
     }
-    int32_t n;
-    if (warp(s, logits, vocab, &n) != 0)
+    int32_t n = select_tokens(s, logits, vocab);
+    if (n < 0)
         return -1;
+    double total = 0;
     for (int32_t i = 0; i < n; i++)
-        probs[s->cand[i].id] = s->prob[i];
+        total += s->kept[i].w;
+    for (int32_t i = 0; i < n; i++)
+        probs[s->kept[i].id] = s->kept[i].w / total;
     return 0;
 }
 
 int32_t orin_sampler_sample(orin_sampler *s, float *logits, int32_t vocab, const int32_t *history,
                             int32_t n_history)
 {
-    if (vocab < 1)
-        return orin_error_set("sampler: empty vocabulary");
     if (reserve(s, vocab) != 0)
         return -1;
     apply_penalties(s, logits, vocab, history, n_history);
@@ -257,14 +342,23 @@ int32_t orin_sampler_sample(orin_sampler *s, float *logits, int32_t vocab, const
         int32_t best = argmax(logits, vocab);
         return best >= 0 ? best : orin_error_set("sampler: every logit is NaN");
     }
-    int32_t n;
-    if (warp(s, logits, vocab, &n) != 0)
+    int32_t n = select_tokens(s, logits, vocab);
+    if (n < 0)
         return -1;
-    double u = uniform(s), acc = 0;
-    for (int32_t i = 0; i < n - 1; i++) {
-        acc += s->prob[i];
+    double total = 0;
+    for (int32_t i = 0; i < n; i++)
+        total += s->kept[i].w;
+    /* The first kept token whose cumulative weight passes u * total; kept
+     * tokens of weight 0 (exp underflow) can never be drawn. */
+    double u = uniform(s) * total, acc = 0;
+    int32_t last = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (s->kept[i].w <= 0)
+            continue;
+        acc += s->kept[i].w;
+        last = i;
         if (u < acc)
-            return s->cand[i].id;
+            return s->kept[i].id;
     }
-    return s->cand[n - 1].id;
+    return s->kept[last].id; /* u * total rounded up to the total */
 }

@@ -102,19 +102,16 @@ static int64_t next_added(const tok_added_set *set, const char *s, size_t n, siz
     return -1;
 }
 
-static uint32_t last_char(const char *s, size_t n)
+/* Start of the character that ends s[0..n), n > 0 (s is valid UTF-8). */
+static size_t last_char_start(const char *s, size_t n)
 {
-    size_t i = n;
-    while (i > 0 && ((unsigned char)s[i - 1] & 0xC0) == 0x80)
+    size_t i = n - 1;
+    while (i > 0 && ((unsigned char)s[i] & 0xC0) == 0x80)
         i--;
-    if (i == 0)
-        i = 1;
-    uint32_t cp;
-    tok_utf8_decode((const unsigned char *)s + i - 1, &cp);
-    return cp;
+    return i;
 }
 
-static uint32_t first_char(const char *s)
+static uint32_t char_at(const char *s)
 {
     uint32_t cp;
     tok_utf8_decode((const unsigned char *)s, &cp);
@@ -125,12 +122,8 @@ static uint32_t first_char(const char *s)
 static size_t trailing_space_start(const char *s, size_t n)
 {
     while (n > 0) {
-        size_t i = n - 1;
-        while (i > 0 && ((unsigned char)s[i] & 0xC0) == 0x80)
-            i--;
-        uint32_t cp;
-        tok_utf8_decode((const unsigned char *)s + i, &cp);
-        if (!tok_is_whitespace(cp))
+        size_t i = last_char_start(s, n);
+        if (!tok_is_whitespace(char_at(s + i)))
             break;
         n = i;
     }
@@ -172,8 +165,8 @@ static int split_on_added(encoder *e, const tok_added_set *set, const char *s, s
         size_t start = at, stop = at + set->text_len[idx];
         from = stop;
         if (a->single_word) {
-            bool space_before = start == 0 || !tok_is_word_char(last_char(s, start));
-            bool space_after = stop == n || !tok_is_word_char(first_char(s + stop));
+            bool space_before = start == 0 || !tok_is_word_char(char_at(s + last_char_start(s, start)));
+            bool space_after = stop == n || !tok_is_word_char(char_at(s + stop));
             if (!space_before || !space_after)
                 continue;
         }
@@ -254,6 +247,12 @@ tok_state *tok_state_new(const orin_tokenizer *tok)
     st->mctx = pcre2_match_context_create(NULL);
     if (!st->md || !st->mctx || tok_cache_init(&st->cache))
         goto fail;
+    /* A run of 20 M spaces is one match that backtracks over the whole run:
+     * lift PCRE2's default limits (10 M steps), which would refuse it. The
+     * patterns tokenizers use are linear in the run length. */
+    pcre2_set_match_limit(st->mctx, UINT32_MAX);
+    pcre2_set_depth_limit(st->mctx, UINT32_MAX);
+    pcre2_set_heap_limit(st->mctx, UINT32_MAX);
     if (tok->split_jit) {
         /* Generous stack for long runs of one class (whitespace, digits). */
         st->jit_stack = pcre2_jit_stack_create(32 * 1024, 8 * 1024 * 1024, NULL);
@@ -290,7 +289,6 @@ void tok_state_free(tok_state *st)
 
 int orin_tokenizer_encode(const orin_tokenizer *tok, const char *text, size_t len, int32_t **ids, size_t *n_ids)
 {
-    orin_tokenizer *mut = (orin_tokenizer *)tok; /* only the lock and the shared state change */
     tok_ids out = {0};
     char *clean = NULL;
     tok_state *st = NULL;
@@ -309,8 +307,8 @@ int orin_tokenizer_encode(const orin_tokenizer *tok, const char *text, size_t le
             goto oom;
         text = clean;
     }
-    if (pthread_mutex_trylock(&mut->state_lock) == 0) {
-        st = mut->state;
+    if (pthread_mutex_trylock(&tok->shared->lock) == 0) {
+        st = tok->shared->state;
         shared = true;
     } else {
         st = tok_state_new(tok);
@@ -329,7 +327,7 @@ oom:
     orin_error_set("tokenizer: out of memory encoding %zu bytes", len);
 out:
     if (shared)
-        pthread_mutex_unlock(&mut->state_lock);
+        pthread_mutex_unlock(&tok->shared->lock);
     else
         tok_state_free(st);
     free(clean);

@@ -228,9 +228,12 @@ struct orin_tokenizer {
     const char *chat_template;
 
     /* Scratch and word cache for encode, shared under a lock; a caller that
-     * finds it busy makes a private one. */
-    tok_state *state;
-    pthread_mutex_t state_lock;
+     * finds it busy makes a private one. Behind a pointer, as the only part
+     * that changes after loading. */
+    struct tok_shared {
+        pthread_mutex_t lock;
+        tok_state *state;
+    } *shared;
 
     tok_arena arena;
 };

@@ -610,13 +610,18 @@ orin_tokenizer *orin_tokenizer_load_files(const char *tokenizer_json_path, const
         orin_error_set("tokenizer: out of memory");
         return NULL;
     }
-    pthread_mutex_init(&tok->state_lock, NULL);
     for (int r = 0; r < ORIN_TOKEN_ROLE_COUNT; r++)
         tok->role_id[r] = -1;
     if (load_tokenizer_json(tok, tokenizer_json_path) || (config_path && read_config(tok, config_path)))
         goto fail;
-    tok->state = tok_state_new(tok);
-    if (!tok->state)
+    tok->shared = calloc(1, sizeof *tok->shared);
+    if (!tok->shared) {
+        orin_error_set("tokenizer: out of memory");
+        goto fail;
+    }
+    pthread_mutex_init(&tok->shared->lock, NULL);
+    tok->shared->state = tok_state_new(tok);
+    if (!tok->shared->state)
         goto fail;
     return tok;
 fail:
@@ -647,8 +652,11 @@ void orin_tokenizer_free(orin_tokenizer *tok)
 {
     if (!tok)
         return;
-    tok_state_free(tok->state);
-    pthread_mutex_destroy(&tok->state_lock);
+    if (tok->shared) {
+        tok_state_free(tok->shared->state);
+        pthread_mutex_destroy(&tok->shared->lock);
+        free(tok->shared);
+    }
     if (tok->split_re)
         pcre2_code_free(tok->split_re);
     tok_added_set_free(&tok->raw_set);

@@ -1,18 +1,39 @@
-/* The sampler: from one row of logits to the next token id, on the host.
+/* Token sampling on the host: f32 logits [V] -> a token id.
  *
- * The steps run in the order Hugging Face's generate applies them for Qwen's
- * generation_config (logits processors, then warpers):
- *   1. repetition penalty over every token in the history (prompt and reply):
- *      a logit l becomes l / penalty when l > 0, else l * penalty; presence
- *      penalty subtracts a constant once per distinct token seen;
- *   2. temperature 0 (or top_k 1): the argmax, lowest id on ties; done;
- *   3. temperature: logits / T;
- *   4. top_k: keep the k largest (0 = off);
- *   5. top_p: keep the smallest set of most likely tokens whose probability
- *      reaches p (a token is kept while the mass strictly above it is < p);
- *   6. min_p: drop tokens whose probability is below min_p x the largest;
- *   7. draw from the renormalised distribution with xoshiro256** seeded by
- *      splitmix64(seed): the same seed gives the same tokens. */
+ * The order of operations is the one Hugging Face's generate() applies for a
+ * Qwen generation_config (do_sample with temperature, top_k, top_p, min_p and
+ * repetition_penalty; transformers/generation/utils.py _get_logits_processor):
+ *
+ *   1. repetition penalty  every distinct token of `history` (prompt and
+ *                          generated tokens, as HF's input_ids): logit / p
+ *                          when the logit is > 0, logit * p otherwise (once
+ *                          per token however often it occurs)
+ *   2. presence penalty    every distinct token of `history`: logit - p
+ *                          (not in HF; OpenAI/vLLM semantics, after 1)
+ *   3. temperature         logit / T; T = 0 (or top_k = 1) means greedy:
+ *                          the argmax of the penalised logits (the lowest id
+ *                          on ties), and steps 4-6 do not apply
+ *   4. top_k               keep the tokens whose scaled logit is >= the k-th
+ *                          largest (ties at the boundary are all kept, as HF)
+ *   5. top_p               over the softmax of what is left, in descending
+ *                          order, keep a token while the mass of the tokens
+ *                          ranked above it is < top_p (the first token always)
+ *   6. min_p               drop the tokens whose probability is below
+ *                          min_p * (the largest probability)
+ *   7. draw                from the softmax of what is left
+ *
+ * History ids outside [0, V) are ignored (HF clamps and drops ids >= V).
+ * Logits of -inf are masked tokens and NaN ones are skipped; when some logits
+ * are +inf the draw is uniform over those. No usable logit at all is an error.
+ *
+ * Cost per token: a pass over V (two with top_k: a size-k heap for the
+ * threshold, then collecting the tokens above it); top_p sorts only what it
+ * keeps (a heap over the candidates, popped in order). Nothing sorts all of V.
+ *
+ * Randomness: xoshiro256** (Blackman and Vigna), its state seeded from the
+ * 64-bit seed with splitmix64; a draw is a double in [0, 1) from the top 53
+ * bits of one output. The same seed, parameters and logits give the same
+ * tokens on every machine. */
 #ifndef ORIN_SAMPLER_H
 #define ORIN_SAMPLER_H
 
@@ -23,29 +44,41 @@ extern "C" {
 #endif
 
 typedef struct orin_sampler_params {
-    float temperature;        /* 0 = greedy */
-    int32_t top_k;            /* 0 = off */
-    float top_p;              /* 1 = off */
-    float min_p;              /* 0 = off */
-    float repetition_penalty; /* 1 = off */
-    float presence_penalty;   /* 0 = off */
+    float temperature;        /* >= 0; 0: greedy */
+    int32_t top_k;            /* >= 0; 0: off */
+    float top_p;              /* (0, 1]; 1: off */
+    float min_p;              /* [0, 1]; 0: off */
+    float repetition_penalty; /* > 0; 1: off */
+    float presence_penalty;   /* finite; 0: off */
     uint64_t seed;
 } orin_sampler_params;
 
+/* Plain sampling from the softmax: temperature 1, every filter off, seed 0. */
+#define ORIN_SAMPLER_PARAMS_DEFAULT                                                         \
+    ((orin_sampler_params){.temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f,   \
+                           .repetition_penalty = 1.0f, .presence_penalty = 0.0f, .seed = 0})
+
 typedef struct orin_sampler orin_sampler;
 
-/* NULL with orin_error_set() when out of memory or a parameter is out of range. */
+/* Checks the parameters. NULL with orin_error_set() ("sampler: top_p 1.5 is
+ * not in (0, 1]") on a bad one, or when out of memory. Working memory grows to
+ * the largest vocabulary seen, on the first call. */
 orin_sampler *orin_sampler_create(const orin_sampler_params *p);
 void orin_sampler_free(orin_sampler *s);
 
-/* Picks the next token. `logits` [vocab] is used as scratch (overwritten);
- * history[0..n_history) are the tokens so far, for the penalties. Returns the
- * id, or -1 with orin_error_set() (out of memory, vocab < 1, all logits NaN). */
+/* Restarts the random sequence as if the sampler had been created with `seed`. */
+void orin_sampler_seed(orin_sampler *s, uint64_t seed);
+
+/* Picks the next token from logits[0..vocab), which it uses as scratch (the
+ * penalties are applied in place). history[0..n_history) are the tokens so
+ * far, for the penalties (NULL when n_history is 0). Returns the token id, or
+ * -1 with orin_error_set() (vocab < 1, out of memory, no usable logit). */
 int32_t orin_sampler_sample(orin_sampler *s, float *logits, int32_t vocab, const int32_t *history,
                             int32_t n_history);
 
-/* The probabilities the draw in step 7 uses, for tests: probs[vocab] receives
- * the final distribution (0 for removed tokens). Applies steps 1-6 to logits. */
+/* The distribution orin_sampler_sample draws from, without drawing (for
+ * tests): probs[0..vocab) gets the final probabilities, 0 for removed tokens,
+ * one-hot at the argmax when greedy. Same arguments; returns 0 or -1. */
 int orin_sampler_distribution(orin_sampler *s, float *logits, int32_t vocab,
                               const int32_t *history, int32_t n_history, double *probs);
 
