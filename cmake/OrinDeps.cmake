@@ -2,12 +2,12 @@
 # prefix made with `dpkg -x` (scripts/fetch-deps.sh, for machines without the
 # -dev packages) works through CMAKE_PREFIX_PATH as well as /usr does.
 #
-# orin_find_dep(<target> HEADER <h> [PATH_SUFFIXES ...] LIBS <names...>)
+# orin_find_dep(<target> HEADER <h> [PATH_SUFFIXES ...] LIBS <names...> [LIB_SUFFIXES ...])
 # defines an IMPORTED target orin::<target>.
 function(orin_find_dep target)
-  cmake_parse_arguments(D "" "HEADER" "PATH_SUFFIXES;LIBS" ${ARGN})
+  cmake_parse_arguments(D "" "HEADER" "PATH_SUFFIXES;LIBS;LIB_SUFFIXES" ${ARGN})
   find_path(${target}_INCLUDE_DIR ${D_HEADER} PATH_SUFFIXES ${D_PATH_SUFFIXES})
-  find_library(${target}_LIBRARY NAMES ${D_LIBS})
+  find_library(${target}_LIBRARY NAMES ${D_LIBS} PATH_SUFFIXES ${D_LIB_SUFFIXES})
   if(NOT ${target}_INCLUDE_DIR OR NOT ${target}_LIBRARY)
     message(FATAL_ERROR "orin: ${target} not found (header ${D_HEADER}, library ${D_LIBS}). "
                         "Install it: see scripts/install-deps.sh")
@@ -25,6 +25,9 @@ orin_find_dep(pcre2    HEADER pcre2.h                 LIBS pcre2-8)
 orin_find_dep(utf8proc HEADER utf8proc.h              LIBS utf8proc)
 orin_find_dep(openblas HEADER cblas.h
               PATH_SUFFIXES x86_64-linux-gnu/openblas-pthread aarch64-linux-gnu/openblas-pthread openblas
-              LIBS openblas)
+              LIBS openblas
+              # Debian links libopenblas.so through update-alternatives, which a
+              # `dpkg -x` prefix lacks: look in the flavour's own folder too.
+              LIB_SUFFIXES openblas-pthread)
 
 find_package(Threads REQUIRED)

@@ -72,6 +72,7 @@ struct orin_model {
     void *workspace;
     size_t workspace_size;
     void *staging;                        /* host buffer for non-f32 logits */
+    int32_t *host_pos;                    /* host positions of one chunk, [rows] */
 };
 
 /* ---- device memory ---------------------------------------------------------- */
@@ -310,6 +311,9 @@ static int alloc_buffers(orin_model *m, int32_t rows)
         if (alloc_tensor(m, table[i].t, table[i].dt, table[i].cols ? 2 : 1, dims, table[i].what))
             return -1;
     }
+    m->host_pos = malloc((size_t)rows * sizeof *m->host_pos);
+    if (!m->host_pos)
+        return orin_error_set("positions: out of memory");
     if (m->dtype != ORIN_F32) {
         m->staging = malloc(orin_tensor_nbytes(&b->logits));
         if (!m->staging)
@@ -508,6 +512,7 @@ void orin_model_free(orin_model *m)
     free(m->allocs);
     free(m->layers);
     free(m->staging);
+    free(m->host_pos);
     free(m);
 }
 
@@ -621,12 +626,11 @@ static int check_tokens(const orin_model *m, const int32_t *ids, int32_t n, int3
 
 static int upload_step(orin_model *m, const int32_t *ids, int32_t n, int32_t start_pos)
 {
-    int32_t pos[n];
     for (int32_t i = 0; i < n; i++)
-        pos[i] = start_pos + i;
+        m->host_pos[i] = start_pos + i;
     size_t bytes = (size_t)n * sizeof(int32_t);
     if (m->dev->ops->copy_h2d(m->dev, m->buf.ids.data, ids, bytes) != 0 ||
-        m->dev->ops->copy_h2d(m->dev, m->buf.pos.data, pos, bytes) != 0)
+        m->dev->ops->copy_h2d(m->dev, m->buf.pos.data, m->host_pos, bytes) != 0)
         return -1;
     return 0;
 }

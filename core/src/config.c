@@ -775,26 +775,30 @@ static int folder_of(const char *path, char *out, size_t cap)
     return rc;
 }
 
-static int load_file(orin_config *cfg, const char *path)
+/* Parses INI text (NUL-terminated, len bytes) into cfg. `name` labels error
+ * messages and becomes cfg->source; `base` resolves relative paths. */
+static int parse_text(orin_config *cfg, const char *text, size_t len, const char *name,
+                      const char *base)
 {
-    if (strlen(path) >= sizeof cfg->source)
-        return orin_error_set("%s: file name too long", path);
+    if (strlen(name) >= sizeof cfg->source)
+        return orin_error_set("%s: file name too long", name);
+    if (strlen(base) >= sizeof ((ini_source *)0)->base)
+        return orin_error_set("%s: folder name too long", name);
     ini_source *src = calloc(1, sizeof *src);
     if (!src)
-        return orin_error_set("%s: out of memory", path);
+        return orin_error_set("%s: out of memory", name);
     int rc = -1;
-    char *text = read_file(path, &src->len);
-    if (!text || folder_of(path, src->base, sizeof src->base))
-        goto out;
-    strcpy(cfg->source, path);
+    strcpy(src->base, base);
+    strcpy(cfg->source, name);
     src->cfg = cfg;
-    src->path = path;
+    src->path = name;
     src->text = text;
+    src->len = len;
     if (&ini_max_line && ini_max_line < INI_LINE_BYTES)
         ini_max_line = INI_LINE_BYTES;
     int first_bad = ini_parse_stream(read_line, src, on_key, src);
     if (first_bad == -2) {
-        orin_error_set("%s: out of memory", path);
+        orin_error_set("%s: out of memory", name);
         goto out;
     }
     if (src->error_line && (first_bad <= 0 || src->error_line <= first_bad))
@@ -807,14 +811,52 @@ static int load_file(orin_config *cfg, const char *path)
         size_t n = strcspn(line, "\r\n");
         char raw[ORIN_CONFIG_MAX_STR], cut[64];
         snprintf(raw, sizeof raw, "%.*s", (int)(n < sizeof raw - 1 ? n : sizeof raw - 1), line);
-        orin_error_set("%s:%d: syntax error: '%s' is neither [section] nor key = value", path,
+        orin_error_set("%s:%d: syntax error: '%s' is neither [section] nor key = value", name,
                        first_bad, shown(raw, cut, sizeof cut));
         goto out;
     }
     rc = 0;
 out:
-    free(text);
     free(src);
+    return rc;
+}
+
+static int load_file(orin_config *cfg, const char *path)
+{
+    char base[ORIN_CONFIG_MAX_STR];
+    size_t len;
+    if (strlen(path) >= sizeof cfg->source)
+        return orin_error_set("%s: file name too long", path);
+    char *text = read_file(path, &len);
+    if (!text)
+        return -1;
+    int rc = folder_of(path, base, sizeof base);
+    if (!rc)
+        rc = parse_text(cfg, text, len, path, base);
+    free(text);
+    return rc;
+}
+
+int orin_config_load_string(orin_config *cfg, const char *text, size_t len, const char *name,
+                            const char *base_dir)
+{
+    char cwd[ORIN_CONFIG_MAX_STR];
+    orin_config_defaults(cfg);
+    if (!name)
+        name = "<string>";
+    if (!base_dir) {
+        if (current_dir(cwd, sizeof cwd, name))
+            return -1;
+        base_dir = cwd;
+    }
+    /* The reader and the syntax-error report rely on a terminating NUL. */
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return orin_error_set("%s: out of memory", name);
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    int rc = parse_text(cfg, copy, len, name, base_dir);
+    free(copy);
     return rc;
 }
 

@@ -152,6 +152,14 @@ int orin_registry_add(orin_registry *reg, const orin_op_impl *impl)
     return -1;
 }
 
+int orin_registry_add_all(orin_registry *reg, const orin_op_impl *impls, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (orin_registry_add(reg, &impls[i]) != 0)
+            return -1;
+    return 0;
+}
+
 const orin_op_impl *orin_registry_find(const orin_registry *reg, const char *op,
                                        const char *provider, orin_device_kind device,
                                        orin_dtype dtype)

@@ -184,10 +184,13 @@ static bool is_greedy(const orin_sampler *s)
 
 /* ---- steps 4-6 ---- */
 
-/* Heaps of struct cand ordered by s: a max-heap when `max`, else a min-heap. */
+/* Heaps of struct cand: a max-heap when `max` (larger s first, then the lower
+ * id, so that top-p breaks ties the same way everywhere), else a min-heap on s. */
 static bool above(const struct cand *a, const struct cand *b, bool max)
 {
-    return max ? a->s > b->s : a->s < b->s;
+    if (max)
+        return a->s > b->s || (a->s == b->s && a->id < b->id);
+    return a->s < b->s;
 }
 
 static void sift_down(struct cand *h, size_t n, size_t i, bool max)
@@ -221,19 +224,20 @@ static void sift_up(struct cand *h, size_t i, bool max)
 }
 
 /* Temperature and top-k: s->cands gets the surviving tokens with their scaled
- * logits. With top_k, a min-heap of the k largest over one pass gives the
- * threshold (the k-th largest), then a second pass keeps everything at or
- * above it: partial selection, no sort of the vocabulary. */
+ * logits. With top_k, a min-heap of the k largest raw logits over one pass
+ * gives the threshold (x -> x / T is monotonic, so the k-th largest scaled
+ * logit is the scaled k-th largest), then a second pass keeps everything at
+ * or above it: partial selection, no sort of the vocabulary. */
 static int32_t candidates(orin_sampler *s, const float *logits, int32_t vocab)
 {
     int32_t k = s->p.top_k;
     float t = s->p.temperature;
     struct cand *c = s->cands;
-    float threshold = -INFINITY;
+    float threshold = -INFINITY, prefilter = -INFINITY;
     if (k > 0 && k < vocab) {
         size_t n = 0;
         for (int32_t i = 0; i < vocab; i++) {
-            float x = logits[i] / t;
+            float x = logits[i];
             if (isnan(x))
                 continue;
             if (n < (size_t)k) {
@@ -244,13 +248,19 @@ static int32_t candidates(orin_sampler *s, const float *logits, int32_t vocab)
                 sift_down(c, n, 0, false);
             }
         }
-        if (n == (size_t)k)
-            threshold = c[0].s;
+        if (n == (size_t)k && c[0].s > -INFINITY) {
+            threshold = c[0].s / t;
+            /* Raw values a little below the k-th may divide to the same scaled
+             * value (HF keeps those ties): look at them, skip the rest. */
+            prefilter = c[0].s - fabsf(c[0].s) * 0x1p-16f - 0x1p-126f;
+        }
     }
     int32_t n = 0;
     for (int32_t i = 0; i < vocab; i++) {
+        if (!(logits[i] >= prefilter)) /* also skips NaN */
+            continue;
         float x = logits[i] / t;
-        if (x >= threshold && x > -INFINITY) /* false for NaN */
+        if (x >= threshold && x > -INFINITY)
             c[n++] = (struct cand){.s = x, .id = i};
     }
     if (!n)
@@ -269,10 +279,20 @@ static int32_t select_tokens(orin_sampler *s, const float *logits, int32_t vocab
     for (int32_t i = 1; i < n; i++)
         if (c[i].s > s_max)
             s_max = c[i].s;
+    if (s->p.top_p == 1.0f && s->p.min_p > 0.0f && s_max < INFINITY) {
+        /* min_p alone: drop p < min_p * p_max, i.e. s < s_max + log(min_p),
+         * before paying for the exponentials (a margin, then the exact test). */
+        float cut = s_max + logf(s->p.min_p) - 1e-3f;
+        int32_t m = 0;
+        for (int32_t i = 0; i < n; i++)
+            if (c[i].s >= cut)
+                c[m++] = c[i];
+        n = m;
+    }
     double total = 0;
     for (int32_t i = 0; i < n; i++) {
         /* With +inf logits, the limit of the softmax: uniform over them. */
-        c[i].w = s_max == INFINITY ? (c[i].s == INFINITY) : exp((double)c[i].s - (double)s_max);
+        c[i].w = s_max == INFINITY ? (c[i].s == INFINITY) : expf(c[i].s - s_max);
         total += c[i].w;
     }
     int32_t nk = 0;

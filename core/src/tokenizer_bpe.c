@@ -195,16 +195,16 @@ static uint64_t heap_pop(uint64_t *heap, size_t *n)
     return top;
 }
 
-static void push_pair(const orin_tokenizer *tok, tok_state *st, size_t *heap_n, int32_t left_pos)
+/* Looks up the pair that starts at pos, remembers it there and queues it. */
+static void queue_pair(const orin_tokenizer *tok, tok_state *st, size_t *heap_n, int32_t pos)
 {
-    int32_t right_pos = st->next[left_pos];
-    if (right_pos < 0)
+    int32_t right = st->next[pos];
+    st->rank[pos] = UINT32_MAX;
+    if (right < 0)
         return;
-    uint32_t rank;
-    int32_t merged;
-    pair_rank(tok, st->sym[left_pos], st->sym[right_pos], &rank, &merged);
-    if (rank != UINT32_MAX)
-        heap_push(st->heap, heap_n, (uint64_t)rank << 32 | (uint32_t)left_pos);
+    pair_rank(tok, st->sym[pos], st->sym[right], &st->rank[pos], &st->merged[pos]);
+    if (st->rank[pos] != UINT32_MAX)
+        heap_push(st->heap, heap_n, (uint64_t)st->rank[pos] << 32 | (uint32_t)pos);
 }
 
 /* Heap and linked list: O(n log n). Leaves the result in st->sym[0..m). */
@@ -218,29 +218,25 @@ static size_t merge_large(const orin_tokenizer *tok, tok_state *st, const unsign
         prev[i] = (int32_t)i - 1;
         next[i] = i + 1 < n ? (int32_t)i + 1 : -1;
     }
-    for (size_t i = 0; i + 1 < n; i++)
-        push_pair(tok, st, &heap_n, (int32_t)i);
+    for (size_t i = 0; i < n; i++)
+        queue_pair(tok, st, &heap_n, (int32_t)i);
 
     while (heap_n) {
         uint64_t top = heap_pop(st->heap, &heap_n);
-        int32_t pos = (int32_t)(uint32_t)top, right = next[pos];
-        if (sym[pos] < 0 || right < 0)
+        int32_t pos = (int32_t)(uint32_t)top;
+        /* Stale when pos is gone or its pair changed since it was queued:
+         * ranks are unique per pair, so an equal rank means the same pair. */
+        if (sym[pos] < 0 || st->rank[pos] != (uint32_t)(top >> 32))
             continue;
-        /* Stale when the pair at pos has changed since it was pushed: ranks
-         * are unique per pair, so an equal rank means the same pair. */
-        uint32_t rank;
-        int32_t merged;
-        pair_rank(tok, sym[pos], sym[right], &rank, &merged);
-        if (rank != (uint32_t)(top >> 32))
-            continue;
-        sym[pos] = merged;
+        int32_t right = next[pos];
+        sym[pos] = st->merged[pos];
         sym[right] = -1;
         next[pos] = next[right];
         if (next[right] >= 0)
             prev[next[right]] = pos;
         if (prev[pos] >= 0)
-            push_pair(tok, st, &heap_n, prev[pos]);
-        push_pair(tok, st, &heap_n, pos);
+            queue_pair(tok, st, &heap_n, prev[pos]);
+        queue_pair(tok, st, &heap_n, pos);
     }
 
     size_t m = 0;

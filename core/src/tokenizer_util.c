@@ -386,6 +386,8 @@ bool tok_is_whitespace(uint32_t cp)
     }
 }
 
+/* Used only for single_word added tokens. Follows utf8proc's Unicode version
+ * (15.0); characters added in 15.1 and 16.0 count as non-word here. */
 bool tok_is_word_char(uint32_t cp)
 {
     if (cp < 0x80)

@@ -44,11 +44,7 @@ static const orin_op_impl impls[] = {
 
 static int register_ops(orin_registry *reg)
 {
-    for (size_t i = 0; i < sizeof impls / sizeof impls[0]; i++) {
-        if (orin_registry_add(reg, &impls[i]))
-            return -1;
-    }
-    return 0;
+    return orin_registry_add_all(reg, impls, sizeof impls / sizeof impls[0]);
 }
 
 ORIN_PLUGIN_DEFINE("attention_fa2", "0.1.0",

@@ -84,6 +84,13 @@ void orin_config_defaults(orin_config *cfg);
  * "section.key=value". Returns 0 or -1 with orin_error_set(). */
 int orin_config_load(orin_config *cfg, const char *path, const char *const *overrides, int n);
 
+/* The same for INI text in memory (for tests and fuzzing): defaults, then
+ * text[0..len) (need not be NUL-terminated). `name` labels error messages
+ * (NULL: "<string>"); relative paths resolve against base_dir (NULL: the
+ * current directory). Returns 0 or -1 with orin_error_set(). */
+int orin_config_load_string(orin_config *cfg, const char *text, size_t len, const char *name,
+                            const char *base_dir);
+
 /* Applies one "section.key=value" (also used by --set). `origin` names where it
  * came from for error messages ("--set", "orin.ini:12"). */
 int orin_config_set(orin_config *cfg, const char *section, const char *key, const char *value,

@@ -59,6 +59,9 @@ void orin_registry_destroy(orin_registry *reg);
  * static strings in a loaded plugin do). A duplicate key is an error naming the
  * key and the plugin that registered it first. Called by plugins from register_ops. */
 int orin_registry_add(orin_registry *reg, const orin_op_impl *impl);
+/* Adds impls[0..n) in order, stopping at the first failure: a plugin's
+ * register_ops is usually just this over its static table. */
+int orin_registry_add_all(orin_registry *reg, const orin_op_impl *impls, size_t n);
 
 /* Exact lookup; NULL when absent (no error set). */
 const orin_op_impl *orin_registry_find(const orin_registry *reg, const char *op,
