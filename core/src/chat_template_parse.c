@@ -869,9 +869,10 @@ static const char *parse_dotted_name(struct parser *p)
     return name;
 }
 
+/* Filters and tests point at their name: errors name it. An unknown name is
+ * checked after parsing (check_stmts), as Jinja defers some to render time. */
 static struct ct_expr *parse_filter(struct parser *p, struct ct_expr *arg)
 {
-    uint32_t pos = cur(p)->pos;
     advance(p); /* '|' */
     uint32_t npos = cur(p)->pos;
     const char *name = parse_dotted_name(p);
@@ -879,7 +880,6 @@ static struct ct_expr *parse_filter(struct parser *p, struct ct_expr *arg)
     e->u.filter.arg = arg;
     e->u.filter.fn = ct_find_filter(name);
     e->u.filter.name = name;
-    (void)pos;
     if (is_op(cur(p), '('))
         parse_call_args(p, &e->u.filter.args);
     return e;
@@ -887,7 +887,6 @@ static struct ct_expr *parse_filter(struct parser *p, struct ct_expr *arg)
 
 static struct ct_expr *parse_test(struct parser *p, struct ct_expr *arg)
 {
-    uint32_t pos = cur(p)->pos;
     advance(p); /* 'is' */
     bool negate = false;
     if (is_name(cur(p), "not")) {
@@ -900,7 +899,6 @@ static struct ct_expr *parse_test(struct parser *p, struct ct_expr *arg)
     e->u.filter.arg = arg;
     e->u.filter.fn = ct_find_test(name);
     e->u.filter.name = name;
-    (void)pos;
     e->u.filter.negate = negate;
     struct tok *t = cur(p);
     if (is_op(t, '(')) {

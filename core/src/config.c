@@ -551,14 +551,21 @@ static int set_value(orin_config *cfg, const key_def *k, const char *value, cons
 
 /* ---- public API ---- */
 
-void orin_config_defaults(orin_config *cfg)
+/* The defaults are ours: a failure here is a bug in the table, or out of
+ * memory (escaped strings are decoded in a heap buffer). */
+static int apply_defaults(orin_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
-    for (size_t i = 0; i < N_KEYS; i++) {
-        /* The defaults are ours: a failure here is a bug in the table. */
+    for (size_t i = 0; i < N_KEYS; i++)
         if (set_value(cfg, &keys[i], keys[i].def, NULL, "default"))
-            orin_log(ORIN_LOG_ERROR, "%s", orin_error());
-    }
+            return -1;
+    return 0;
+}
+
+void orin_config_defaults(orin_config *cfg)
+{
+    if (apply_defaults(cfg))
+        orin_log(ORIN_LOG_ERROR, "%s", orin_error());
 }
 
 static int set_with_base(orin_config *cfg, const char *section, const char *key, const char *value,
@@ -841,7 +848,8 @@ int orin_config_load_string(orin_config *cfg, const char *text, size_t len, cons
                             const char *base_dir)
 {
     char cwd[ORIN_CONFIG_MAX_STR];
-    orin_config_defaults(cfg);
+    if (apply_defaults(cfg))
+        return -1;
     if (!name)
         name = "<string>";
     if (!base_dir) {
@@ -862,7 +870,8 @@ int orin_config_load_string(orin_config *cfg, const char *text, size_t len, cons
 
 int orin_config_load(orin_config *cfg, const char *path, const char *const *overrides, int n)
 {
-    orin_config_defaults(cfg);
+    if (apply_defaults(cfg))
+        return -1;
     if (path && load_file(cfg, path))
         return -1;
     for (int i = 0; i < n; i++)

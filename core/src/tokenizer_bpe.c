@@ -249,6 +249,8 @@ int tok_bpe_word(const orin_tokenizer *tok, tok_state *st, const unsigned char *
 {
     if (n == 0)
         return 0;
+    if (n > INT32_MAX)
+        return orin_error_set("tokenizer: a %zu-byte pre-token is too long", n);
     if (n == 1)
         return tok_ids_push(out, tok->byte_id[w[0]]);
     if (tok->ignore_merges) {

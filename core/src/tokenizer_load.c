@@ -16,7 +16,7 @@
 #include "orin/error.h"
 
 /* Ids above this are taken for a corrupt file rather than allocated for. */
-#define TOK_MAX_ID (1 << 26)
+#define TOK_MAX_ID (1 << 24)
 
 static char *read_whole_file(const char *path, size_t *len)
 {
@@ -277,15 +277,13 @@ static int build_model_vocab(orin_tokenizer *tok, const vocab_entry *entries, si
     }
     if (tok_strmap_init(&tok->model_map, n, tok->model_spelling, tok->model_spelling_len))
         return orin_error_set("%s: out of memory", file);
-    if (tok->ignore_merges && tok_strmap_init(&tok->word_map, n, NULL, NULL))
-        return orin_error_set("%s: out of memory", file);
     if (tok->ignore_merges) {
+        /* ignore_merges looks whole pre-tokens up by their bytes. */
         tok->word_bytes = calloc(tok->n_ids, sizeof *tok->word_bytes);
         tok->word_bytes_len = calloc(tok->n_ids, sizeof *tok->word_bytes_len);
-        if (!tok->word_bytes || !tok->word_bytes_len)
+        if (!tok->word_bytes || !tok->word_bytes_len ||
+            tok_strmap_init(&tok->word_map, n, tok->word_bytes, tok->word_bytes_len))
             return orin_error_set("%s: out of memory", file);
-        tok->word_map.keys = tok->word_bytes;
-        tok->word_map.lens = tok->word_bytes_len;
     }
 
     for (size_t id = 0; id < tok->n_ids; id++) {
@@ -331,6 +329,30 @@ static int lookup_merge_part(const orin_tokenizer *tok, const char *s, size_t n,
     return 0;
 }
 
+/* The two halves of a merge, in either form; -1 when it is neither. */
+static int merge_halves(const cJSON *m, const char **left, size_t *left_len, const char **right, size_t *right_len)
+{
+    if (cJSON_IsString(m)) {
+        /* The older "left right" form: byte-level tokens never hold a space. */
+        const char *space = strchr(m->valuestring, ' ');
+        if (!space || strchr(space + 1, ' '))
+            return -1;
+        *left = m->valuestring;
+        *left_len = (size_t)(space - *left);
+        *right = space + 1;
+        *right_len = strlen(*right);
+        return 0;
+    }
+    if (!cJSON_IsArray(m) || !cJSON_IsString(m->child) || !m->child->next || !cJSON_IsString(m->child->next) ||
+        m->child->next->next)
+        return -1;
+    *left = m->child->valuestring;
+    *left_len = strlen(*left);
+    *right = m->child->next->valuestring;
+    *right_len = strlen(*right);
+    return 0;
+}
+
 static int build_merges(orin_tokenizer *tok, const cJSON *merges, const char *file)
 {
     if (!cJSON_IsArray(merges))
@@ -344,23 +366,10 @@ static int build_merges(orin_tokenizer *tok, const cJSON *merges, const char *fi
     for (const cJSON *m = merges->child; m; m = m->next, index++) {
         const char *left, *right;
         size_t left_len, right_len;
-        if (cJSON_IsString(m)) {
-            /* The older "left right" form: byte-level tokens never hold a space. */
-            const char *space = strchr(m->valuestring, ' ');
-            if (!space || strchr(space + 1, ' '))
+        if (merge_halves(m, &left, &left_len, &right, &right_len)) {
+            if (cJSON_IsString(m))
                 return orin_error_set("%s: model.merges[%zu] \"%.60s\" is not two tokens separated by one space",
                                       file, index, m->valuestring);
-            left = m->valuestring;
-            left_len = (size_t)(space - left);
-            right = space + 1;
-            right_len = strlen(right);
-        } else if (cJSON_IsArray(m) && cJSON_GetArraySize(m) == 2 && cJSON_IsString(m->child) &&
-                   cJSON_IsString(m->child->next)) {
-            left = m->child->valuestring;
-            left_len = strlen(left);
-            right = m->child->next->valuestring;
-            right_len = strlen(right);
-        } else {
             return orin_error_set("%s: model.merges[%zu] is neither \"a b\" nor [\"a\", \"b\"]", file, index);
         }
         int32_t left_id = -1, right_id = -1, merged_id = -1;

@@ -3,7 +3,6 @@
  * window live in a fixed open-addressing table, so that the bookkeeping never
  * allocates; a spin lock makes it safe for threads that the code under test
  * may start. */
-#define _GNU_SOURCE
 #include "alloc_fail.h"
 
 #include <dlfcn.h>
@@ -34,6 +33,7 @@ static volatile int lock;
 static bool tracking, counting;
 static size_t fail_at, n_allocs, n_live, live_bytes;
 static bool hit;
+static void *hit_caller;
 
 static void take(void)
 {
@@ -82,7 +82,7 @@ static void untrack(void *p)
 }
 
 /* Decides the fate of one allocation: false = make it fail. */
-static bool admit(size_t *serial)
+static bool admit(size_t *serial, void *caller)
 {
     *serial = 0;
     if (!counting)
@@ -90,8 +90,10 @@ static bool admit(size_t *serial)
     take();
     *serial = ++n_allocs;
     bool fail = *serial == fail_at;
-    if (fail)
+    if (fail) {
         hit = true;
+        hit_caller = caller;
+    }
     give();
     if (fail)
         errno = ENOMEM;
@@ -119,7 +121,7 @@ static void note_free(void *p)
 void *malloc(size_t size)
 {
     size_t serial;
-    if (!admit(&serial))
+    if (!admit(&serial, __builtin_return_address(0)))
         return NULL;
     void *p = __libc_malloc(size);
     note_alloc(p, size, __builtin_return_address(0), serial);
@@ -129,7 +131,7 @@ void *malloc(size_t size)
 void *calloc(size_t n, size_t size)
 {
     size_t serial;
-    if (!admit(&serial))
+    if (!admit(&serial, __builtin_return_address(0)))
         return NULL;
     void *p = __libc_calloc(n, size);
     note_alloc(p, n * size, __builtin_return_address(0), serial);
@@ -139,7 +141,7 @@ void *calloc(size_t n, size_t size)
 void *realloc(void *old, size_t size)
 {
     size_t serial;
-    if (!admit(&serial))
+    if (!admit(&serial, __builtin_return_address(0)))
         return NULL;
     void *p = __libc_realloc(old, size);
     if (p || size == 0)
@@ -167,7 +169,7 @@ void free(void *p)
 void *memalign(size_t align, size_t size)
 {
     size_t serial;
-    if (!admit(&serial))
+    if (!admit(&serial, __builtin_return_address(0)))
         return NULL;
     void *p = __libc_memalign(align, size);
     note_alloc(p, size, __builtin_return_address(0), serial);
@@ -184,7 +186,7 @@ int posix_memalign(void **out, size_t align, size_t size)
     if (align < sizeof(void *) || (align & (align - 1)))
         return EINVAL;
     size_t serial;
-    if (!admit(&serial))
+    if (!admit(&serial, __builtin_return_address(0)))
         return ENOMEM;
     void *p = __libc_memalign(align, size);
     if (!p)
@@ -200,6 +202,7 @@ void alloc_window_begin(size_t fail)
     memset(table, 0, sizeof table);
     n_allocs = n_live = live_bytes = 0;
     hit = false;
+    hit_caller = NULL;
     fail_at = fail;
     tracking = counting = true;
     give();
@@ -216,7 +219,8 @@ alloc_window_stats alloc_window_end(void)
 {
     take();
     alloc_window_stats s = {
-        .allocations = n_allocs, .failed = hit, .live = n_live, .live_bytes = live_bytes,
+        .allocations = n_allocs, .failed = hit, .failed_caller = hit_caller, .live = n_live,
+        .live_bytes = live_bytes,
     };
     size_t oldest = SIZE_MAX;
     for (size_t i = 0; i < TABLE_SIZE; i++) {

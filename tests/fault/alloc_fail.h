@@ -14,6 +14,7 @@
 typedef struct alloc_window_stats {
     size_t allocations;   /* counted in the window (the failed one included) */
     bool failed;          /* the armed allocation was reached and failed */
+    void *failed_caller;  /* return address of its allocator call */
     size_t live;          /* blocks allocated in the window and not yet freed */
     size_t live_bytes;
     void *first_live_caller; /* return address of the oldest live block's allocator call */

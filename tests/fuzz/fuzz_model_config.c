@@ -1,0 +1,33 @@
+/* config.json: cJSON plus our field checks. A config that parses must hold
+ * what the loader relies on (positive sizes, heads divisible by kv heads, an
+ * even head_dim, positive eps and theta, at most ORIN_MAX_EOS eos ids). */
+#include "fuzz_util.h"
+
+#include "orin/error.h"
+#include "orin/model_config.h"
+
+#include <math.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    orin_model_config c;
+    if (orin_model_config_parse((const char *)data, size, "config.json", &c) != 0) {
+        fuzz_check_error(orin_error());
+        return 0;
+    }
+    FUZZ_ASSERT(c.arch == ORIN_ARCH_QWEN2 || c.arch == ORIN_ARCH_QWEN3, "arch %d", c.arch);
+    FUZZ_ASSERT(c.hidden_size > 0 && c.intermediate_size > 0 && c.num_hidden_layers > 0 &&
+                    c.num_attention_heads > 0 && c.num_key_value_heads > 0 && c.vocab_size > 0 &&
+                    c.max_position_embeddings > 0 && c.head_dim > 0,
+                "a size is not positive");
+    FUZZ_ASSERT(c.num_attention_heads % c.num_key_value_heads == 0, "heads %% kv heads");
+    FUZZ_ASSERT(c.head_dim % 2 == 0, "odd head_dim %d", c.head_dim);
+    FUZZ_ASSERT(c.rms_norm_eps > 0 && isfinite(c.rms_norm_eps), "rms_norm_eps %g", c.rms_norm_eps);
+    FUZZ_ASSERT(c.rope_theta > 0 && isfinite(c.rope_theta), "rope_theta %g", c.rope_theta);
+    FUZZ_ASSERT(c.n_eos >= 0 && c.n_eos <= ORIN_MAX_EOS, "n_eos %d", c.n_eos);
+    for (int i = 0; i < c.n_eos; i++)
+        FUZZ_ASSERT(c.eos_token_ids[i] >= 0, "eos id %d", c.eos_token_ids[i]);
+    FUZZ_ASSERT(c.bos_token_id >= -1, "bos id %d", c.bos_token_id);
+    FUZZ_ASSERT(memchr(c.architecture, '\0', sizeof c.architecture), "architecture unterminated");
+    return 0;
+}
