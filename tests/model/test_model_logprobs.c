@@ -149,7 +149,12 @@ int main(int argc, char **argv)
     printf("%s %s %s %s: %d tokens, max |logprob - reference| = %.3g\n", model_dir, backend, path,
            orin_dtype_name(dtype), ref.n, worst);
     CHECK(worst < tol, "max |logprob - reference| = %g >= %g", worst, tol);
-    CHECK(argmax_mismatches == 0, "%d positions with a different argmax", argmax_mismatches);
+    /* f32 must pick the reference's argmax everywhere (the references keep every
+     * top-2 gap well above f32 error); f16/bf16 round the weights and
+     * activations again, so near ties may flip: at most 5% of positions. */
+    int allowed = dtype == ORIN_F32 ? 0 : ref.n / 20;
+    CHECK(argmax_mismatches <= allowed, "%d positions with a different argmax (allowed %d)",
+          argmax_mismatches, allowed);
 
     free(logits);
     orin_model_free(m);

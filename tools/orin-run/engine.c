@@ -99,16 +99,33 @@ static int load_listed(orin_engine *e, const char *list)
     return 0;
 }
 
+static bool registry_has_device(const orin_registry *reg, orin_device_kind kind)
+{
+    for (size_t i = 0; i < orin_registry_count(reg); i++)
+        if (orin_registry_at(reg, i)->device == kind)
+            return true;
+    return false;
+}
+
+/* runtime.device = auto: CUDA when a GPU is visible and some loaded plugin
+ * runs ops there, else the host. */
+static const char *resolve_device(const orin_engine *e, const char *asked)
+{
+    if (strcmp(asked, "auto") != 0)
+        return asked;
+    if (!orin_cuda_available())
+        return "cpu";
+    if (registry_has_device(e->registry, ORIN_DEVICE_CUDA))
+        return "cuda";
+    orin_log(ORIN_LOG_INFO, "runtime.device = auto: a GPU is present, but no loaded plugin has "
+                            "CUDA ops; running on the CPU");
+    return "cpu";
+}
+
 int engine_open_plugins(orin_engine *e, const orin_cli *cli)
 {
     const orin_config *cfg = &cli->cfg;
     memset(e, 0, sizeof *e);
-
-    e->device = orin_device_open(cfg->runtime.device);
-    if (!e->device)
-        goto fail;
-    e->device->threads = cfg->runtime.threads;
-    orin_log(ORIN_LOG_DEBUG, "device: %s", e->device->name);
 
     e->registry = orin_registry_create();
     e->plugins = orin_plugin_set_create();
@@ -124,6 +141,13 @@ int engine_open_plugins(orin_engine *e, const orin_cli *cli)
         goto fail;
     orin_log(ORIN_LOG_DEBUG, "plugins: %zu loaded from %s, %zu op implementations",
              orin_plugin_set_count(e->plugins), e->plugin_dir, orin_registry_count(e->registry));
+
+    /* The device comes after the plugins: "auto" depends on what they offer. */
+    e->device = orin_device_open(resolve_device(e, cfg->runtime.device));
+    if (!e->device)
+        goto fail;
+    e->device->threads = cfg->runtime.threads;
+    orin_log(ORIN_LOG_DEBUG, "device: %s", e->device->name);
     return ORIN_EXIT_OK;
 
 fail:
