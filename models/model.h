@@ -29,6 +29,10 @@ typedef struct orin_model_options {
 } orin_model_options;
 
 int orin_model_load(const orin_model_options *opt, orin_model **out);
+
+/* The ops a model binds (NULL-terminated): a device can run the model when the
+ * registry has each of them there. */
+extern const char *const orin_model_ops[];
 void orin_model_free(orin_model *m);
 
 const orin_model_config *orin_model_get_config(const orin_model *m);

@@ -248,6 +248,11 @@ static int load_weights(orin_model *m, const char *dir, bool progress)
 
 /* ---- ops and buffers ---------------------------------------------------------- */
 
+const char *const orin_model_ops[] = {
+    ORIN_OP_EMBEDDING, ORIN_OP_RMSNORM, ORIN_OP_ROPE, ORIN_OP_MATMUL, ORIN_OP_SWIGLU,
+    ORIN_OP_ADD, ORIN_OP_KV_WRITE, ORIN_OP_ATTENTION_PREFILL, ORIN_OP_ATTENTION_DECODE, NULL,
+};
+
 static int bind_ops(orin_model *m, const orin_model_options *opt)
 {
     struct {

@@ -99,27 +99,34 @@ static int load_listed(orin_engine *e, const char *list)
     return 0;
 }
 
-static bool registry_has_device(const orin_registry *reg, orin_device_kind kind)
+static bool registry_has(const orin_registry *reg, const char *op, orin_device_kind kind,
+                         orin_dtype dtype)
 {
-    for (size_t i = 0; i < orin_registry_count(reg); i++)
-        if (orin_registry_at(reg, i)->device == kind)
+    for (size_t i = 0; i < orin_registry_count(reg); i++) {
+        const orin_op_impl *impl = orin_registry_at(reg, i);
+        if (impl->device == kind && impl->dtype == dtype && strcmp(impl->op, op) == 0)
             return true;
+    }
     return false;
 }
 
-/* runtime.device = auto: CUDA when a GPU is visible and some loaded plugin
- * runs ops there, else the host. */
-static const char *resolve_device(const orin_engine *e, const char *asked)
+/* runtime.device = auto: CUDA when a GPU is visible and the loaded plugins
+ * run every op of the model there in model.dtype, else the host (saying why). */
+static const char *resolve_device(const orin_engine *e, const orin_config *cfg)
 {
-    if (strcmp(asked, "auto") != 0)
-        return asked;
+    if (strcmp(cfg->runtime.device, "auto") != 0)
+        return cfg->runtime.device;
     if (!orin_cuda_available())
         return "cpu";
-    if (registry_has_device(e->registry, ORIN_DEVICE_CUDA))
-        return "cuda";
-    orin_log(ORIN_LOG_INFO, "runtime.device = auto: a GPU is present, but no loaded plugin has "
-                            "CUDA ops; running on the CPU");
-    return "cpu";
+    for (const char *const *op = orin_model_ops; *op; op++) {
+        if (!registry_has(e->registry, *op, ORIN_DEVICE_CUDA, cfg->model.dtype)) {
+            orin_log(ORIN_LOG_INFO, "runtime.device = auto: a GPU is present, but no loaded "
+                                    "plugin runs %s on cuda/%s; using the CPU",
+                     *op, orin_dtype_name(cfg->model.dtype));
+            return "cpu";
+        }
+    }
+    return "cuda";
 }
 
 int engine_open_plugins(orin_engine *e, const orin_cli *cli)
@@ -143,7 +150,7 @@ int engine_open_plugins(orin_engine *e, const orin_cli *cli)
              orin_plugin_set_count(e->plugins), e->plugin_dir, orin_registry_count(e->registry));
 
     /* The device comes after the plugins: "auto" depends on what they offer. */
-    e->device = orin_device_open(resolve_device(e, cfg->runtime.device));
+    e->device = orin_device_open(resolve_device(e, cfg));
     if (!e->device)
         goto fail;
     e->device->threads = cfg->runtime.threads;
