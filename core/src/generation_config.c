@@ -4,6 +4,8 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,12 +23,22 @@ static int read_number(const cJSON *root, const char *name, const char *field, d
     return 0;
 }
 
+/* A token id: an integer in [0, INT32_MAX] (converting anything else to
+ * int32_t would be undefined). */
+static bool is_token_id(const cJSON *v)
+{
+    return cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= INT32_MAX &&
+           v->valuedouble == floor(v->valuedouble);
+}
+
 static int read_eos(const cJSON *root, const char *name, orin_generation_config *g)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "eos_token_id");
     if (!v || cJSON_IsNull(v))
         return 0;
     if (cJSON_IsNumber(v)) {
+        if (!is_token_id(v))
+            return orin_error_set("%s: eos_token_id is not a token id", name);
         g->eos_token_ids[g->n_eos++] = (int32_t)v->valuedouble;
         return 0;
     }
@@ -35,7 +47,7 @@ static int read_eos(const cJSON *root, const char *name, orin_generation_config 
     const cJSON *item;
     cJSON_ArrayForEach(item, v)
     {
-        if (!cJSON_IsNumber(item) || item->valuedouble < 0)
+        if (!is_token_id(item))
             return orin_error_set("%s: eos_token_id holds a non-integer", name);
         if (g->n_eos == ORIN_GEN_MAX_EOS)
             return orin_error_set("%s: more than %d eos_token_id values", name, ORIN_GEN_MAX_EOS);
@@ -54,7 +66,7 @@ int orin_generation_config_parse(const char *json, size_t len, const char *name,
         return orin_error_set("%s: not a JSON object", name);
     }
     g->present = true;
-    double top_k, do_sample;
+    double top_k = -1, do_sample;
     const cJSON *ds = cJSON_GetObjectItemCaseSensitive(root, "do_sample");
     do_sample = !ds || cJSON_IsNull(ds) ? -1 : cJSON_IsBool(ds) ? cJSON_IsTrue(ds) : -2;
     int rc = do_sample == -2 ? orin_error_set("%s: do_sample must be true or false", name) : 0;

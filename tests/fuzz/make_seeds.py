@@ -89,6 +89,14 @@ def model_config_seeds():
         "head_dim": None, "torch_dtype": "float16"}))
 
 
+def generation_config_seeds():
+    for m in ("qwen2-tiny", "qwen3-tiny"):
+        put("generation_config", m + ".json", read(DATA, "models", m, "generation_config.json"))
+    put("generation_config", "full.json", json.dumps({
+        "do_sample": True, "temperature": 0.6, "top_k": 20, "top_p": 0.95, "min_p": 0,
+        "repetition_penalty": 1.05, "eos_token_id": [151645, 151643], "bos_token_id": 151643}))
+
+
 def tokenizer_json_seeds():
     tiny = read(DATA, "tokenizer", "tiny", "tokenizer.json")
     put("tokenizer_json", "tiny.json", tiny)
@@ -147,7 +155,8 @@ def chat_render_seeds():
 
 if __name__ == "__main__":
     for f in (config_seeds, safetensors_seeds, st_index_seeds, model_config_seeds,
-              tokenizer_json_seeds, tokenizer_encode_seeds, chat_template_seeds, chat_render_seeds):
+              generation_config_seeds, tokenizer_json_seeds, tokenizer_encode_seeds,
+              chat_template_seeds, chat_render_seeds):
         f()
     for t in sorted(os.listdir(OUT)):
         files = os.listdir(os.path.join(OUT, t))

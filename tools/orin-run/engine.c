@@ -120,7 +120,7 @@ static const char *resolve_device(const orin_engine *e, const orin_config *cfg)
         return "cpu";
     for (const char *const *op = orin_model_ops; *op; op++) {
         if (!registry_has(e->registry, *op, ORIN_DEVICE_CUDA, cfg->model.dtype)) {
-            orin_log(ORIN_LOG_INFO, "runtime.device = auto: a GPU is present, but no loaded "
+            orin_log(ORIN_LOG_DEBUG, "runtime.device = auto: a GPU is present, but no loaded "
                                     "plugin runs %s on cuda/%s; using the CPU",
                      *op, orin_dtype_name(cfg->model.dtype));
             return "cpu";
