@@ -9,12 +9,37 @@
 static _Thread_local char error_buf[ORIN_ERROR_CAP];
 static orin_log_level log_level = ORIN_LOG_INFO;
 
+/* Messages quote names and values from downloaded files, which may hold
+ * newlines or other control characters: escape them (\n, \r, \xHH), so
+ * that a message stays the one line that callers print. Truncates to cap. */
+static void keep_one_line(char *msg, size_t cap)
+{
+    if (!strpbrk(msg, "\x01\x02\x03\x04\x05\x06\x07\x08\x0a\x0b\x0c\x0d\x0e\x0f\x10\x11\x12"
+                      "\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f\x7f"))
+        return;
+    char out[ORIN_ERROR_CAP];
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)msg; *p && n + 5 < sizeof out; p++) {
+        if (*p == '\n')
+            n += (size_t)snprintf(out + n, sizeof out - n, "\\n");
+        else if (*p == '\r')
+            n += (size_t)snprintf(out + n, sizeof out - n, "\\r");
+        else if ((*p < 0x20 && *p != '\t') || *p == 0x7f)
+            n += (size_t)snprintf(out + n, sizeof out - n, "\\x%02x", *p);
+        else
+            out[n++] = (char)*p;
+    }
+    out[n] = '\0';
+    snprintf(msg, cap, "%s", out);
+}
+
 int orin_error_set(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(error_buf, sizeof error_buf, fmt, ap);
     va_end(ap);
+    keep_one_line(error_buf, sizeof error_buf);
     return -1;
 }
 
@@ -30,6 +55,7 @@ int orin_error_prefix(const char *fmt, ...)
      * matter more than the tail of the reason. */
     if (snprintf(error_buf, sizeof error_buf, "%s%s", prefix, old) >= (int)sizeof error_buf)
         error_buf[sizeof error_buf - 1] = '\0';
+    keep_one_line(error_buf, sizeof error_buf);
     return -1;
 }
 
@@ -63,6 +89,7 @@ void orin_log(orin_log_level level, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
+    keep_one_line(line, sizeof line);
     /* One write per line so that lines from threads do not interleave. */
     fprintf(stderr, "orin: %s%s\n", tags[level], line);
 }

@@ -48,6 +48,20 @@ sed -i "s/\"eos_token_id\": \[/\"eos_token_id\": [$first, /" "$tmp/eos-model/gen
   --set generate.repetition_penalty=1 2>"$tmp/err" >/dev/null
 grep -q "generated 1 tokens.*stop: eos" "$tmp/err"; check "stop: eos from generation_config.json" $?
 
+# Sampling defaults: generation_config.json where the user set nothing.
+run -v -p Hello --set generate.max_tokens=1 >/dev/null 2>"$tmp/err"
+grep -q "sampling: temperature = 0.6 (generation_config.json)" "$tmp/err" &&
+  grep -q "sampling: top_p = 0.95 (generation_config.json)" "$tmp/err" &&
+  grep -q "sampling: min_p = 0 (orin's default)" "$tmp/err"
+check "sampling defaults from generation_config.json" $?
+run -v -p Hello --set generate.max_tokens=1 --set generate.temperature=0.3 >/dev/null 2>"$tmp/err"
+grep -q "sampling: temperature = 0.3 (set by the user)" "$tmp/err"; check "the INI overrides generation_config.json" $?
+
+# A prompt longer than the context: a clear error before any work, exit 3.
+run -p "$(printf 'word %.0s' $(seq 1 100))" --set runtime.max_context=16 >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 3 ] && [ ! -s "$tmp/out" ] && grep -q "the context holds 16" "$tmp/err"
+check "prompt longer than the context" $?
+
 # --json stats.
 run -p Hello --set generate.max_tokens=4 --json 2>"$tmp/err" >/dev/null
 grep -q '"generated_tokens": 4, "decode_tok_s": [0-9.]*, "stop": "max_tokens"' "$tmp/err"; check "json stats" $?

@@ -37,12 +37,16 @@ static bool is_stop_id(const generator *g, int32_t id)
 }
 
 /* The INI value when the user set it, else generation_config.json's, else the
- * INI default. */
+ * INI default; says which on the debug log (-v). */
 static double pick(const orin_config *cfg, const char *key, double ini, double model)
 {
-    if (orin_config_is_set(cfg, "generate", key) || model < 0)
-        return ini;
-    return model;
+    bool from_ini = orin_config_is_set(cfg, "generate", key) || model < 0;
+    double v = from_ini ? ini : model;
+    orin_log(ORIN_LOG_DEBUG, "sampling: %s = %g (%s)", key, v,
+             orin_config_is_set(cfg, "generate", key) ? "set by the user"
+             : from_ini                               ? "orin's default"
+                                                      : "generation_config.json");
+    return v;
 }
 
 static void sampling_settings(const orin_config *cfg, const orin_generation_config *gc,
