@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "orin/error.h"
+#include "orin/file.h"
 
 /* The special tokens transformers passes to templates (special_tokens_map). */
 static const char *const special_token_names[] = {
@@ -89,48 +90,21 @@ void orin_chat_template_free(orin_chat_template *tpl)
 
 /* ---- loading ---- */
 
+/* tokenizer_config.json and chat_template.jinja are kilobytes. */
+#define CT_MAX_FILE_BYTES (64u << 20)
+
+/* Chat templates are text: a NUL inside one cannot be rendered into a C string. */
 static char *read_file(const char *path, bool *missing)
 {
-    *missing = false;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        *missing = errno == ENOENT;
-        orin_error_set("%s: %s", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (cap - len < 65536) {
-            cap = cap ? cap * 2 : 65536;
-            char *nb = realloc(buf, cap + 1);
-            if (!nb) {
-                orin_error_set("%s: out of memory", path);
-                goto fail;
-            }
-            buf = nb;
-        }
-        size_t n = fread(buf + len, 1, cap - len, f);
-        len += n;
-        if (n == 0)
-            break;
-    }
-    if (ferror(f)) {
-        orin_error_set("%s: read error", path);
-        goto fail;
-    }
-    fclose(f);
-    buf[len] = '\0';
-    if (strlen(buf) != len) {
+    size_t len;
+    char *buf = orin_read_file(path, CT_MAX_FILE_BYTES, &len);
+    *missing = !buf && errno == ENOENT;
+    if (buf && strlen(buf) != len) {
         orin_error_set("%s: contains a NUL byte", path);
         free(buf);
         return NULL;
     }
     return buf;
-fail:
-    free(buf);
-    fclose(f);
-    return NULL;
 }
 
 /* A special token in tokenizer_config.json: "<s>" or {"content": "<s>", ...}. */

@@ -25,6 +25,7 @@
  *   first bad --set); on error the struct holds what was read up to it. */
 #include "orin/config.h"
 #include "orin/error.h"
+#include "orin/file.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -724,43 +725,6 @@ static int on_key(void *user, const char *section, const char *name, const char 
     return 1;
 }
 
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        orin_error_set("%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
-    for (;;) {
-        if (cap - n < 4096) {
-            cap = cap ? cap * 2 : 8192;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                orin_error_set("%s: out of memory", path);
-                goto fail;
-            }
-            buf = nb;
-        }
-        size_t r = fread(buf + n, 1, cap - n - 1, f);
-        n += r;
-        if (r == 0)
-            break;
-    }
-    if (ferror(f)) {
-        orin_error_set("%s: cannot read: %s", path, strerror(errno));
-        goto fail;
-    }
-    fclose(f);
-    buf[n] = '\0';
-    *len = n;
-    return buf;
-fail:
-    free(buf);
-    fclose(f);
-    return NULL;
-}
 
 /* The absolute folder holding `path`. */
 static int folder_of(const char *path, char *out, size_t cap)
@@ -834,7 +798,8 @@ static int load_file(orin_config *cfg, const char *path)
     size_t len;
     if (strlen(path) >= sizeof cfg->source)
         return orin_error_set("%s: file name too long", path);
-    char *text = read_file(path, &len);
+    /* An INI file is kilobytes; a huge one is a wrong path. */
+    char *text = orin_read_file(path, 16u << 20, &len);
     if (!text)
         return -1;
     int rc = folder_of(path, base, sizeof base);

@@ -1,6 +1,7 @@
 /* generation_config.json (see orin/generation_config.h). */
 #include "orin/generation_config.h"
 #include "orin/error.h"
+#include "orin/file.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -91,31 +92,16 @@ int orin_generation_config_parse(const char *json, size_t len, const char *name,
 int orin_generation_config_load(const char *model_dir, orin_generation_config *g)
 {
     char path[4096];
+    size_t len;
     memset(g, 0, sizeof *g);
     g->do_sample = -1;
     g->temperature = g->top_p = g->min_p = g->repetition_penalty = -1;
     g->top_k = -1;
     snprintf(path, sizeof path, "%s/generation_config.json", model_dir);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return errno == ENOENT ? 0 : orin_error_set("%s: cannot open: %s", path, strerror(errno));
-    char *buf = NULL;
-    long size = -1;
-    if (fseek(f, 0, SEEK_END) == 0)
-        size = ftell(f);
-    int rc = -1;
-    if (size < 0 || size > (1 << 24) || fseek(f, 0, SEEK_SET) != 0) {
-        orin_error_set("%s: cannot read (or larger than 16 MiB)", path);
-        goto out;
-    }
-    buf = malloc((size_t)size + 1);
-    if (!buf || fread(buf, 1, (size_t)size, f) != (size_t)size) {
-        orin_error_set("%s: cannot read", path);
-        goto out;
-    }
-    rc = orin_generation_config_parse(buf, (size_t)size, path, g);
-out:
+    char *buf = orin_read_file(path, 16u << 20, &len);
+    if (!buf)
+        return errno == ENOENT ? 0 : -1; /* the file is optional */
+    int rc = orin_generation_config_parse(buf, len, path, g);
     free(buf);
-    fclose(f);
     return rc;
 }

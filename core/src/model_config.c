@@ -17,6 +17,7 @@
  */
 #include "orin/model_config.h"
 #include "orin/error.h"
+#include "orin/file.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -399,39 +400,14 @@ out:
 int orin_model_config_load(const char *model_dir, orin_model_config *out)
 {
     char path[4096];
-    int rc = -1;
-    char *buf = NULL;
-    FILE *f = NULL;
-
+    size_t len;
     if (snprintf(path, sizeof path, "%s/config.json", model_dir) >= (int)sizeof path)
         return orin_error_set("%s: path too long", model_dir);
-    f = fopen(path, "rb");
-    if (!f)
-        return orin_error_set("%s: %s", path, strerror(errno));
-    if (fseek(f, 0, SEEK_END) != 0) {
-        orin_error_set("%s: %s", path, strerror(errno));
-        goto out;
-    }
-    long size = ftell(f);
     /* A config.json is a few KB; anything huge is not one. */
-    if (size < 0 || size > (16L << 20)) {
-        orin_error_set("%s: unexpected size %ld bytes", path, size);
-        goto out;
-    }
-    rewind(f);
-    buf = malloc((size_t)size + 1);
-    if (!buf) {
-        orin_error_set("%s: out of memory", path);
-        goto out;
-    }
-    if (fread(buf, 1, (size_t)size, f) != (size_t)size) {
-        orin_error_set("%s: read error", path);
-        goto out;
-    }
-    buf[size] = '\0';
-    rc = orin_model_config_parse(buf, (size_t)size, path, out);
-out:
+    char *buf = orin_read_file(path, 16u << 20, &len);
+    if (!buf)
+        return -1;
+    int rc = orin_model_config_parse(buf, len, path, out);
     free(buf);
-    fclose(f);
     return rc;
 }

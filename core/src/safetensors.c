@@ -10,6 +10,7 @@
  */
 #include "orin/safetensors.h"
 #include "orin/error.h"
+#include "orin/file.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -437,40 +438,6 @@ int orin_st_open_buffer(const void *buf, size_t len, const char *name, orin_st_a
     return 0;
 }
 
-/* Reads a small text file (the index) whole. */
-static char *read_text(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        orin_error_set("%s: %s", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = NULL;
-    long size = -1;
-    if (fseek(f, 0, SEEK_END) == 0)
-        size = ftell(f);
-    if (size < 0 || size > (256L << 20)) {
-        orin_error_set("%s: unexpected size", path);
-        goto out;
-    }
-    rewind(f);
-    buf = malloc((size_t)size + 1);
-    if (!buf) {
-        orin_error_set("%s: out of memory", path);
-        goto out;
-    }
-    if (fread(buf, 1, (size_t)size, f) != (size_t)size) {
-        orin_error_set("%s: read error", path);
-        free(buf);
-        buf = NULL;
-        goto out;
-    }
-    buf[size] = '\0';
-    *len = (size_t)size;
-out:
-    fclose(f);
-    return buf;
-}
 
 /* Shard names come from a downloaded file: keep them inside the model folder. */
 static bool safe_shard_name(const char *s)
@@ -491,7 +458,8 @@ static bool safe_shard_name(const char *s)
 static int open_index(orin_st_archive *ar, const char *dir, const char *index_path)
 {
     size_t len = 0;
-    char *text = read_text(index_path, &len);
+    /* An index is kilobytes to a few MB. */
+    char *text = orin_read_file(index_path, 256u << 20, &len);
     if (!text)
         return -1;
     int rc = -1;

@@ -14,46 +14,16 @@
 #include <unistd.h>
 
 #include "orin/error.h"
+#include "orin/file.h"
 
 /* Ids above this are taken for a corrupt file rather than allocated for. */
 #define TOK_MAX_ID (1 << 24)
 
-static char *read_whole_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    char *data = NULL;
-    if (!f) {
-        orin_error_set("%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    if (fseek(f, 0, SEEK_END) || ftell(f) < 0) {
-        orin_error_set("%s: cannot read: %s", path, strerror(errno));
-        goto out;
-    }
-    long size = ftell(f);
-    rewind(f);
-    data = malloc((size_t)size + 1);
-    if (!data) {
-        orin_error_set("%s: out of memory (%ld bytes)", path, size);
-        goto out;
-    }
-    if (fread(data, 1, (size_t)size, f) != (size_t)size) {
-        orin_error_set("%s: cannot read: %s", path, ferror(f) ? strerror(errno) : "file shrank");
-        free(data);
-        data = NULL;
-        goto out;
-    }
-    data[size] = '\0';
-    *len = (size_t)size;
-out:
-    fclose(f);
-    return data;
-}
-
 static cJSON *parse_json_file(const char *path)
 {
     size_t len = 0;
-    char *text = read_whole_file(path, &len);
+    /* Qwen's tokenizer.json is 11 MB; 1 GiB is no tokenizer. */
+    char *text = orin_read_file(path, 1u << 30, &len);
     if (!text)
         return NULL;
     const char *end = NULL;

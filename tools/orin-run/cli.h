@@ -15,6 +15,9 @@ enum {
     ORIN_EXIT_INTERRUPTED = 130,
 };
 
+/* The largest text file a mode reads (--score, --tokenize). */
+#define ORIN_RUN_MAX_TEXT_BYTES (1u << 30)
+
 typedef struct orin_cli {
     orin_config cfg;
     const char *argv0;          /* for locating the default plugin folder */

@@ -35,7 +35,8 @@ int engine_open_plugins(orin_engine *e, const orin_cli *cli);
  * Returns ORIN_EXIT_OK, or ORIN_EXIT_LOAD after printing the reason. */
 int engine_open_model(orin_engine *e, const orin_cli *cli);
 
-/* Reads a file and encodes its text (no template). 0, or -1 with orin_error_set(). */
+/* Reads a file (at most ORIN_RUN_MAX_TEXT_BYTES) and encodes its text (no
+ * template). 0, or -1 with orin_error_set(). */
 int engine_encode_file(orin_engine *e, const char *path, int32_t **ids, size_t *n_ids);
 
 /* Frees whatever is open, in reverse order; the engine is zeroed. */

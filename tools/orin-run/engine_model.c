@@ -3,6 +3,7 @@
 #include "engine.h"
 
 #include "orin/error.h"
+#include "orin/file.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,33 +46,11 @@ int engine_open_model(orin_engine *e, const orin_cli *cli)
 
 int engine_encode_file(orin_engine *e, const char *path, int32_t **ids, size_t *n_ids)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return orin_error_set("%s: cannot open: %m", path);
-    char *text = NULL;
-    size_t len = 0, cap = 0;
-    int rc = 0;
-    for (;;) {
-        if (cap - len < 65536) {
-            cap = cap ? cap * 2 : 1 << 20;
-            char *grown = realloc(text, cap);
-            if (!grown) {
-                rc = orin_error_set("%s: out of memory", path);
-                break;
-            }
-            text = grown;
-        }
-        size_t got = fread(text + len, 1, cap - len, f);
-        len += got;
-        if (got == 0) {
-            if (ferror(f))
-                rc = orin_error_set("%s: read error", path);
-            break;
-        }
-    }
-    fclose(f);
-    if (rc == 0)
-        rc = orin_tokenizer_encode(e->tokenizer, text ? text : "", len, ids, n_ids);
+    size_t len;
+    char *text = orin_read_file(path, ORIN_RUN_MAX_TEXT_BYTES, &len);
+    if (!text)
+        return -1;
+    int rc = orin_tokenizer_encode(e->tokenizer, text, len, ids, n_ids);
     free(text);
     return rc;
 }

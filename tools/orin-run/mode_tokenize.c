@@ -6,6 +6,7 @@
 #include "cli.h"
 
 #include "orin/error.h"
+#include "orin/file.h"
 #include "orin/tokenizer.h"
 
 #include <errno.h>
@@ -15,41 +16,9 @@
 
 static char *read_input(const char *path, size_t *len)
 {
-    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-    char *data = NULL;
-    size_t cap = 0, n = 0;
-    if (!f) {
-        orin_error_set("%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    for (;;) {
-        if (cap - n < 65536) {
-            cap = cap ? cap * 2 : 65536;
-            char *grown = realloc(data, cap);
-            if (!grown) {
-                orin_error_set("%s: out of memory", path);
-                goto fail;
-            }
-            data = grown;
-        }
-        size_t got = fread(data + n, 1, cap - n, f);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    if (ferror(f)) {
-        orin_error_set("%s: cannot read: %s", path, strerror(errno));
-        goto fail;
-    }
-    if (f != stdin)
-        fclose(f);
-    *len = n;
-    return data;
-fail:
-    if (f != stdin)
-        fclose(f);
-    free(data);
-    return NULL;
+    if (strcmp(path, "-") == 0)
+        return orin_read_stream(stdin, "<stdin>", ORIN_RUN_MAX_TEXT_BYTES, len);
+    return orin_read_file(path, ORIN_RUN_MAX_TEXT_BYTES, len);
 }
 
 static int print_ids(const int32_t *ids, size_t n)
