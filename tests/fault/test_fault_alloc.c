@@ -8,7 +8,8 @@
  *   test_fault_alloc WHAT [FIRST [LAST]]
  * WHAT: model (orin_model_load of tests/data/models/qwen3-tiny), tokenizer
  * (orin_tokenizer_load of the same folder), chat (orin_chat_template_open and
- * one render), config (orin_config_load of an INI with --set overrides). */
+ * one render), config (orin_config_load of an INI with --set overrides),
+ * plugins (orin_plugin_load_dir of the build's plugins into a new registry). */
 #include "alloc_fail.h"
 #include "test_util.h"
 #include "model.h"
@@ -88,6 +89,20 @@ static int load_config(void)
     return orin_config_load(&cfg, ini_path, sets, 3);
 }
 
+static int load_plugins(void)
+{
+    orin_registry *r = orin_registry_create();
+    orin_plugin_set *set = orin_plugin_set_create();
+    int rc = r && set ? orin_plugin_load_dir(set, r, ORIN_PLUGIN_DIR) : -1;
+    if (rc == 0 && orin_registry_count(r) == 0)
+        rc = orin_error_set("plugins: loaded, but nothing registered");
+    if ((!r || !set) && !orin_error()[0])
+        orin_error_set("plugins: out of memory (create)");
+    orin_registry_destroy(r);
+    orin_plugin_set_destroy(set);
+    return rc;
+}
+
 typedef struct scenario {
     const char *name;
     int (*attempt)(void);
@@ -98,6 +113,7 @@ static const scenario scenarios[] = {
     {"tokenizer", load_tokenizer},
     {"chat", open_chat},
     {"config", load_config},
+    {"plugins", load_plugins},
 };
 
 static size_t absorbed; /* runs that hit the failure and still succeeded */
@@ -149,7 +165,7 @@ int main(int argc, char **argv)
         if (strcmp(argv[1], scenarios[i].name) == 0)
             s = &scenarios[i];
     if (!s) {
-        fprintf(stderr, "usage: %s model|tokenizer|chat|config [FIRST [LAST]]\n", argv[0]);
+        fprintf(stderr, "usage: %s model|tokenizer|chat|config|plugins [FIRST [LAST]]\n", argv[0]);
         return 2;
     }
     size_t first = argc > 2 ? strtoull(argv[2], NULL, 10) : 1;

@@ -43,13 +43,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     orin_chat_options opt = ORIN_CHAT_OPTIONS_DEFAULT;
     char *out = NULL;
-    check_render(orin_chat_template_render(tpl, conversation, 5, &opt, &out), out);
+    int rc = orin_chat_template_render(tpl, conversation, 5, &opt, &out);
+    check_render(rc, out);
     opt = (orin_chat_options){.add_generation_prompt = false, .enable_thinking = 0,
                               .bos_token = "<s>", .eos_token = "</s>"};
     out = NULL;
-    check_render(orin_chat_template_render(tpl, conversation, 2, &opt, &out), out);
+    rc = orin_chat_template_render(tpl, conversation, 2, &opt, &out);
+    check_render(rc, out);
     out = NULL;
-    check_render(orin_chat_template_render_json(tpl, context_json, &out), out);
+    rc = orin_chat_template_render_json(tpl, context_json, &out);
+    check_render(rc, out);
     orin_chat_template_free(tpl);
     return 0;
 }

@@ -14,6 +14,8 @@
 #include "orin/chat_template.h"
 #include "orin/error.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,19 +134,14 @@ static int prepare_turn(generator *g, conversation *c, size_t first_turn, int32_
 
 /* ---- modes --------------------------------------------------------------------- */
 
-static int one_shot(generator *g, const orin_cli *cli)
+/* Answers the conversation's last user message: the reply streams (or prints
+ * at the end), the stats line follows, and the reply joins the history. */
+static int take_turn(generator *g, conversation *c, size_t first_turn, bool json)
 {
-    conversation c = {0};
     int32_t *ids = NULL;
     size_t n_ids = 0;
     reply r = {0};
-    int rc = 0;
-    if (g->chat && cli->cfg.generate.system[0])
-        rc = conversation_add(&c, "system", cli->cfg.generate.system);
-    if (rc == 0)
-        rc = conversation_add(&c, "user", cli->cfg.generate.prompt);
-    if (rc == 0)
-        rc = prepare_turn(g, &c, c.n - 1, &ids, &n_ids);
+    int rc = prepare_turn(g, c, first_turn, &ids, &n_ids);
     if (rc == 0)
         rc = generator_reply(g, ids, n_ids, &interrupted, &r);
     if (rc == 0) {
@@ -153,38 +150,112 @@ static int one_shot(generator *g, const orin_cli *cli)
         else
             printf("%s\n", r.text);
         fflush(stdout);
-        generator_print_stats(g, &r, cli->json);
+        generator_print_stats(g, &r, json);
+        rc = conversation_add(c, "assistant", r.text);
     }
     reply_free(&r);
     free(ids);
+    return rc;
+}
+
+static int one_shot(generator *g, const orin_cli *cli)
+{
+    conversation c = {0};
+    int rc = 0;
+    if (g->chat && cli->cfg.generate.system[0])
+        rc = conversation_add(&c, "system", cli->cfg.generate.system);
+    if (rc == 0)
+        rc = conversation_add(&c, "user", cli->cfg.generate.prompt);
+    if (rc == 0)
+        rc = take_turn(g, &c, c.n - 1, cli->json);
     conversation_free(&c);
     if (rc != 0)
         return -1;
     return interrupted ? 1 : 0;
 }
 
-/* Reads one line from stdin without its newline; NULL at EOF or on Ctrl-C. */
-static char *read_line(bool show_prompt)
+/* User turns from stdin, one a line. Not stdio: a Ctrl-C must interrupt the
+ * wait for input without a race (see read_line), which needs the fd itself. */
+typedef struct line_reader {
+    char *buf;
+    size_t len, cap;
+    bool eof;
+} line_reader;
+
+/* A complete line from the buffer (without its newline), or NULL. */
+static char *take_line(line_reader *lr)
 {
-    if (show_prompt) {
-        fputs("> ", stdout);
-        fflush(stdout);
-    }
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len = getline(&line, &cap, stdin);
-    if (len < 0) {
-        free(line);
+    char *nl = lr->len ? memchr(lr->buf, '\n', lr->len) : NULL; /* buf is NULL at first */
+    if (!nl && !(lr->eof && lr->len))
         return NULL;
-    }
-    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-        line[--len] = '\0';
+    size_t n = nl ? (size_t)(nl - lr->buf) : lr->len;
+    size_t used = nl ? n + 1 : n;
+    char *line = malloc(n + 1);
+    if (!line)
+        return NULL;
+    memcpy(line, lr->buf, n);
+    line[n] = '\0';
+    while (n > 0 && line[n - 1] == '\r')
+        line[--n] = '\0';
+    memmove(lr->buf, lr->buf + used, lr->len - used);
+    lr->len -= used;
     return line;
+}
+
+/* Waits for input with SIGINT blocked except inside ppoll, so that a Ctrl-C
+ * arriving just before the wait is seen too. 1 = data or EOF ready, 0 =
+ * interrupted, -1 = error. */
+static int wait_for_input(void)
+{
+    sigset_t block, orig;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigprocmask(SIG_BLOCK, &block, &orig);
+    int rc = 1;
+    if (interrupted) {
+        rc = 0;
+    } else {
+        struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
+        if (ppoll(&p, 1, NULL, &orig) < 0)
+            rc = errno == EINTR ? 0 : -1;
+    }
+    sigprocmask(SIG_SETMASK, &orig, NULL);
+    return rc;
+}
+
+/* The next line of input (malloc'd, without its newline). NULL at the end of
+ * input, on an error, or when Ctrl-C interrupted the wait (then `interrupted`
+ * is set). */
+static char *read_line(line_reader *lr)
+{
+    for (;;) {
+        char *line = take_line(lr);
+        if (line || lr->eof)
+            return line;
+        if (wait_for_input() <= 0)
+            return NULL;
+        if (lr->cap - lr->len < 4096) {
+            size_t cap = lr->cap ? lr->cap * 2 : 8192;
+            char *buf = realloc(lr->buf, cap);
+            if (!buf)
+                return NULL;
+            lr->buf = buf;
+            lr->cap = cap;
+        }
+        ssize_t got = read(STDIN_FILENO, lr->buf + lr->len, lr->cap - lr->len);
+        if (got < 0 && errno != EINTR)
+            return NULL;
+        if (got == 0)
+            lr->eof = true;
+        if (got > 0)
+            lr->len += (size_t)got;
+    }
 }
 
 static int interactive(generator *g, const orin_cli *cli)
 {
     conversation c = {0};
+    line_reader input = {0};
     bool tty = isatty(STDIN_FILENO);
     int rc = 0;
     size_t first_turn = 0;
@@ -197,7 +268,11 @@ static int interactive(generator *g, const orin_cli *cli)
                         "Ctrl-C stops a reply]\n");
     while (rc == 0) {
         interrupted = 0;
-        char *line = read_line(tty);
+        if (tty) {
+            fputs("> ", stdout);
+            fflush(stdout);
+        }
+        char *line = read_line(&input);
         if (!line) {
             if (interrupted && tty) { /* Ctrl-C at the prompt: a fresh prompt */
                 fputc('\n', stdout);
@@ -222,25 +297,10 @@ static int interactive(generator *g, const orin_cli *cli)
         }
         rc = conversation_add(&c, "user", line);
         free(line);
-        int32_t *ids = NULL;
-        size_t n_ids = 0;
-        reply r = {0};
         if (rc == 0)
-            rc = prepare_turn(g, &c, first_turn, &ids, &n_ids);
-        if (rc == 0)
-            rc = generator_reply(g, ids, n_ids, &interrupted, &r);
-        if (rc == 0) {
-            if (g->stream)
-                fputc('\n', stdout);
-            else
-                printf("%s\n", r.text);
-            fflush(stdout);
-            generator_print_stats(g, &r, cli->json);
-            rc = conversation_add(&c, "assistant", r.text);
-        }
-        reply_free(&r);
-        free(ids);
+            rc = take_turn(g, &c, first_turn, cli->json);
     }
+    free(input.buf);
     conversation_free(&c);
     return rc;
 }
