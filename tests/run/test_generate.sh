@@ -62,6 +62,10 @@ run -p "$(printf 'word %.0s' $(seq 1 100))" --set runtime.max_context=16 >"$tmp/
 [ $? -eq 3 ] && [ ! -s "$tmp/out" ] && grep -q "the context holds 16" "$tmp/err"
 check "prompt longer than the context" $?
 
+# No model folder configured: a usage error saying what to set.
+"$orin_run" -p Hello >/dev/null 2>"$tmp/err"
+[ $? -eq 1 ] && grep -q "model.path is not set" "$tmp/err"; check "no model.path" $?
+
 # --json stats.
 run -p Hello --set generate.max_tokens=4 --json 2>"$tmp/err" >/dev/null
 grep -q '"generated_tokens": 4, "decode_tok_s": [0-9.]*, "stop": "max_tokens"' "$tmp/err"; check "json stats" $?

@@ -19,6 +19,11 @@ static int load_failed(orin_engine *e)
 int engine_open_model(orin_engine *e, const orin_cli *cli)
 {
     const orin_config *cfg = &cli->cfg;
+    if (!cfg->model.path[0]) {
+        fprintf(stderr, "orin-run: model.path is not set: give --config FILE or "
+                        "--set model.path=DIR (a Hugging Face model folder)\n");
+        return ORIN_EXIT_USAGE;
+    }
     int code = engine_open_plugins(e, cli);
     if (code != ORIN_EXIT_OK)
         return code;
