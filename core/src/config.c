@@ -909,6 +909,16 @@ static void put_value(out_buf *o, const orin_config *cfg, const key_def *k)
     }
 }
 
+/* inih takes a ';' after whitespace for a comment, so "key = ;x" reads as
+ * empty: a raw value starting with ';' is written as "key =;x". (Keys with
+ * escapes write it as "\;".) */
+static const char *separator(const orin_config *cfg, const key_def *k)
+{
+    bool raw_text = (k->type == KEY_STRING || k->type == KEY_PATH || k->type == KEY_ENUM_STR) &&
+                    !(k->flags & KEY_ESCAPES);
+    return raw_text && *(const char *)cfield(cfg, k) == ';' ? " =" : " = ";
+}
+
 /* Returns the length of the text (without the NUL), or -1 with an error when
  * it does not fit in cap bytes. */
 int orin_config_write(const orin_config *cfg, char *buf, size_t cap)
@@ -918,7 +928,7 @@ int orin_config_write(const orin_config *cfg, char *buf, size_t cap)
         const key_def *k = &keys[i];
         if (i == 0 || strcmp(k->section, keys[i - 1].section))
             put(&o, "%s[%s]\n", i ? "\n" : "", k->section);
-        put(&o, "; %s\n%s = ", k->doc, k->name);
+        put(&o, "; %s\n%s%s", k->doc, k->name, separator(cfg, k));
         put_value(&o, cfg, k);
         put(&o, "\n");
     }

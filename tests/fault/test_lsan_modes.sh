@@ -6,8 +6,9 @@
 #   test_lsan_modes.sh ORIN_RUN MODELS_DIR   (tests/data/models)
 set -u
 run=$1 models=$2
+# No EXIT trap: a trap is still set in the children bash forks before they
+# exec, and one of them caught in interrupt()'s signalling would run it.
 tmp=$(mktemp -d /tmp/orin-lsan.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 case ":$ASAN_OPTIONS:" in
@@ -40,6 +41,36 @@ expect() {
     fi
 }
 
+# interrupt NAME -- ARGS: starts orin-run with a stdin that stays open, sends
+# SIGINT once it has written output (or after 30 s), and wants exit 0 or 130
+# with no sanitizer report: Ctrl-C exits release everything too.
+interrupt() {
+    local name=$1; shift 2
+    rm -f "$tmp/in" "$tmp/tick"
+    mkfifo "$tmp/in" "$tmp/tick"
+    exec 3<>"$tmp/in" # a writer that never writes: stdin stays open, empty
+    exec 4<>"$tmp/tick" # read -t on it sleeps without forking
+    "$run" "$@" <"$tmp/in" >"$tmp/out" 2>"$tmp/err" &
+    local pid=$! i=0
+    while [ ! -s "$tmp/out" ] && [ "$i" -lt 600 ]; do read -r -t 0.05 -u 4; i=$((i + 1)); done
+    kill -INT "$pid" 2>/dev/null
+    wait "$pid"
+    local rc=$?
+    exec 3>&- 4>&-
+    if grep -qE 'Sanitizer|runtime error:' "$tmp/err"; then
+        echo "FAIL: $name: sanitizer report (exit $rc):" >&2
+        cat "$tmp/err" >&2
+        failed=$((failed + 1))
+    elif [ "$rc" -ne 0 ] && [ "$rc" -ne 130 ]; then
+        echo "FAIL: $name: exit $rc, want 0 or 130:" >&2
+        tail -5 "$tmp/err" >&2
+        failed=$((failed + 1))
+    else
+        echo "ok: $name (exit $rc)"
+        passed=$((passed + 1))
+    fi
+}
+
 for m in qwen2-tiny qwen3-tiny; do
     base=(--set "model.path=$models/$m" --set generate.max_tokens=6 --set runtime.max_context=128)
     expect "$m generate greedy" 0 -- "${base[@]}" --set generate.temperature=0 -p "Hello"
@@ -55,13 +86,16 @@ for m in qwen2-tiny qwen3-tiny; do
     expect "$m bench json" 0 -- "${base[@]}" --bench --json --set bench.prompt_tokens=5 \
         --set bench.gen_tokens=3 --set bench.repeats=2 --set attention.backend=mha
 done
+q3=(--set "model.path=$models/qwen3-tiny")
+interrupt "Ctrl-C while generating" -- "${q3[@]}" --set generate.max_tokens=100000 \
+    --set runtime.max_context=2048 --set generate.temperature=0 -p Hello
+interrupt "Ctrl-C at the chat prompt" -- "${q3[@]}" --set generate.max_tokens=3 -i -p hi
 expect "list plugins" 0 -- --list-plugins
 expect "list plugins json" 0 -- --list-plugins --json
 expect "help" 0 -- --help
 expect "version" 0 -- --version
 
 # Error exits release what they had taken too.
-q3=(--set "model.path=$models/qwen3-tiny")
 expect "unknown option" 1 -- --lsit-plugins
 expect "bad key" 1 -- --set generate.max_tokenz=3
 expect "bad value" 1 -- --set generate.top_p=2
@@ -75,5 +109,6 @@ expect "unknown backend strict" 2 -- "${q3[@]}" --set attention.backend=fa9 \
 expect "prompt over context" 3 -- "${q3[@]}" --set runtime.max_context=4 \
     -p "a prompt much longer than four tokens of context"
 
+rm -rf "$tmp"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

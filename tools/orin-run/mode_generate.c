@@ -72,6 +72,8 @@ static int conversation_add(conversation *c, const char *role, const char *conte
 /* Drops messages [from, from + count). */
 static void conversation_drop(conversation *c, size_t from, size_t count)
 {
+    if (!count)
+        return; /* msgs and owned may still be NULL: memmove must not see them */
     for (size_t i = from; i < from + count; i++)
         free(c->owned[i]);
     memmove(c->msgs + from, c->msgs + from + count, (c->n - from - count) * sizeof *c->msgs);
