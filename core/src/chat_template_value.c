@@ -605,44 +605,88 @@ static void write_str_repr(struct ct_env *env, struct ct_buf *b, const char *s, 
     ct_buf_putc(env, b, quote);
 }
 
-static void write_seq(struct ct_env *env, struct ct_buf *b, const ct_val *v)
-{
-    bool tuple = v->u.list.tuple;
-    ct_buf_putc(env, b, tuple ? '(' : '[');
-    for (size_t i = 0; i < v->u.list.n; i++) {
-        if (i)
-            ct_buf_put(env, b, ", ", 2);
-        ct_write_repr(env, b, v->u.list.items[i]);
-    }
-    if (tuple && v->u.list.n == 1)
-        ct_buf_putc(env, b, ',');
-    ct_buf_putc(env, b, tuple ? ')' : ']');
-}
+/* The containers being written, outermost first: a value may hold itself
+ * (a namespace attribute set to the namespace, a list appended to itself),
+ * which Python's repr prints as [...] or {...}; nesting deeper than
+ * CT_MAX_DEPTH is an error, as Python's RecursionError. */
+struct repr_stack {
+    const void *open[CT_MAX_DEPTH];
+    int n;
+};
 
-static void write_dict(struct ct_env *env, struct ct_buf *b, const struct ct_dict *d)
-{
-    ct_buf_putc(env, b, '{');
-    for (size_t i = 0; i < d->n; i++) {
-        if (i)
-            ct_buf_put(env, b, ", ", 2);
-        ct_write_repr(env, b, d->keys[i]);
-        ct_buf_put(env, b, ": ", 2);
-        ct_write_repr(env, b, d->vals[i]);
-    }
-    ct_buf_putc(env, b, '}');
-}
+static void write_str_at(struct ct_env *env, struct ct_buf *b, const ct_val *v,
+                         struct repr_stack *st);
 
-void ct_write_repr(struct ct_env *env, struct ct_buf *b, const ct_val *v)
+static void write_repr_at(struct ct_env *env, struct ct_buf *b, const ct_val *v,
+                          struct repr_stack *st)
 {
     if (v->kind == CT_STR)
         write_str_repr(env, b, v->u.str.s, v->u.str.len);
     else if (v->kind == CT_UNDEF)
         ct_buf_put(env, b, "Undefined", 9);
     else
-        ct_write_str(env, b, v);
+        write_str_at(env, b, v, st);
 }
 
-void ct_write_str(struct ct_env *env, struct ct_buf *b, const ct_val *v)
+/* Enters container `c`: false when it is already open (a cycle). */
+static bool enter(struct ct_env *env, struct repr_stack *st, const void *c)
+{
+    for (int i = 0; i < st->n; i++)
+        if (st->open[i] == c)
+            return false;
+    if (st->n == CT_MAX_DEPTH)
+        ct_fail(env, CT_NOPOS, "a value nests too deeply to print (over %d levels)", CT_MAX_DEPTH);
+    st->open[st->n++] = c;
+    return true;
+}
+
+static void write_seq(struct ct_env *env, struct ct_buf *b, const ct_val *v, struct repr_stack *st)
+{
+    bool tuple = v->u.list.tuple;
+    if (v->u.list.n && !enter(env, st, v->u.list.items)) {
+        ct_buf_put(env, b, tuple ? "(...)" : "[...]", 5);
+        return;
+    }
+    ct_buf_putc(env, b, tuple ? '(' : '[');
+    for (size_t i = 0; i < v->u.list.n; i++) {
+        if (i)
+            ct_buf_put(env, b, ", ", 2);
+        write_repr_at(env, b, v->u.list.items[i], st);
+    }
+    if (tuple && v->u.list.n == 1)
+        ct_buf_putc(env, b, ',');
+    ct_buf_putc(env, b, tuple ? ')' : ']');
+    if (v->u.list.n)
+        st->n--;
+}
+
+static void write_dict(struct ct_env *env, struct ct_buf *b, const struct ct_dict *d,
+                       struct repr_stack *st)
+{
+    if (!enter(env, st, d)) {
+        ct_buf_put(env, b, "{...}", 5);
+        return;
+    }
+    ct_buf_putc(env, b, '{');
+    for (size_t i = 0; i < d->n; i++) {
+        if (i)
+            ct_buf_put(env, b, ", ", 2);
+        write_repr_at(env, b, d->keys[i], st);
+        ct_buf_put(env, b, ": ", 2);
+        write_repr_at(env, b, d->vals[i], st);
+    }
+    ct_buf_putc(env, b, '}');
+    st->n--;
+}
+
+void ct_write_repr(struct ct_env *env, struct ct_buf *b, const ct_val *v)
+{
+    struct repr_stack st = {.n = 0};
+    write_repr_at(env, b, v, &st);
+}
+
+static void write_str_at(struct ct_env *env, struct ct_buf *b, const ct_val *v,
+                         struct repr_stack *st)
 {
     switch (v->kind) {
     case CT_UNDEF: return;
@@ -651,11 +695,11 @@ void ct_write_str(struct ct_env *env, struct ct_buf *b, const ct_val *v)
     case CT_INT: ct_buf_printf(env, b, "%lld", (long long)v->u.i); return;
     case CT_FLOAT: ct_write_float(b, env, v->u.f); return;
     case CT_STR: ct_buf_put(env, b, v->u.str.s, v->u.str.len); return;
-    case CT_LIST: write_seq(env, b, v); return;
-    case CT_DICT: write_dict(env, b, v->u.dict); return;
+    case CT_LIST: write_seq(env, b, v, st); return;
+    case CT_DICT: write_dict(env, b, v->u.dict, st); return;
     case CT_NS:
         ct_buf_put(env, b, "<Namespace ", 11);
-        write_dict(env, b, v->u.dict);
+        write_dict(env, b, v->u.dict, st);
         ct_buf_putc(env, b, '>');
         return;
     case CT_LOOP: ct_buf_put(env, b, "<LoopContext>", 13); return;
@@ -663,6 +707,12 @@ void ct_write_str(struct ct_env *env, struct ct_buf *b, const ct_val *v)
     case CT_MACRO: ct_buf_printf(env, b, "<Macro '%s'>", v->u.macro.def->name); return;
     case CT_METHOD: ct_buf_printf(env, b, "<built-in method %s>", v->u.method.fn->name); return;
     }
+}
+
+void ct_write_str(struct ct_env *env, struct ct_buf *b, const ct_val *v)
+{
+    struct repr_stack st = {.n = 0};
+    write_str_at(env, b, v, &st);
 }
 
 ct_val *ct_to_str(struct ct_env *env, ct_val *v)
