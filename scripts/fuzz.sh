@@ -36,15 +36,19 @@ if ! command -v clang >/dev/null ||
 fi
 bash scripts/install-deps.sh
 
-CC=clang cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DORIN_FUZZ=ON \
-      -DORIN_WITH_CUDA=OFF >/dev/null
-cmake --build "$build" --target fuzzers -j "$(nproc)" >/dev/null
+mkdir -p "$build"
+if ! { CC=clang cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DORIN_FUZZ=ON \
+           -DORIN_WITH_CUDA=OFF &&
+       cmake --build "$build" --target fuzzers -j "$(nproc)"; } >"$build/build.log" 2>&1; then
+    tail -30 "$build/build.log" >&2
+    echo "fuzz.sh: the build failed (whole log: $build/build.log)" >&2
+    exit 2
+fi
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 dicts=(config:ini safetensors:json st_index:json model_config:json generation_config:json
-       tokenizer_json:json
-       chat_template:jinja chat_render:jinja)
+       tokenizer_json:json chat_template:jinja chat_render:jinja)
 found=0
 printf '%-18s %8s %14s %10s  %s\n' target seconds executions exec/s findings
 for t in "${targets[@]}"; do
@@ -58,9 +62,9 @@ for t in "${targets[@]}"; do
     for d in "${dicts[@]}"; do
         [ "${d%%:*}" = "$t" ] && flags+=(-dict="tests/fuzz/dict/${d#*:}.dict")
     done
-    # shellcheck disable=SC2086
     before=$(ls "$findings" | wc -l)
     start=$(date +%s)
+    # shellcheck disable=SC2086 # FUZZ_ARGS holds several flags
     "$bin" "${flags[@]}" ${FUZZ_ARGS:-} "$corpus" "tests/fuzz/corpus/$t" >"$log" 2>&1 || true
     took=$(($(date +%s) - start))
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
@@ -68,7 +72,7 @@ for t in "${targets[@]}"; do
     new=$(ls -t "$findings" | head -n $(($(ls "$findings" | wc -l) - before)))
     if [ -n "$new" ]; then
         found=1
-        result=$(printf '%s ' $(printf "$findings/%s\n" $new))
+        result=$(for f in $new; do printf '%s ' "$findings/$f"; done) # libFuzzer names: hex
     elif grep -q 'ERROR: libFuzzer\|==ERROR\|runtime error' "$log"; then
         found=1
         result="error without an artifact, see $log"

@@ -112,6 +112,12 @@ check "bad value" 1 generate.top_p -- --set generate.top_p=7
 printf '[model]\npath = x\n[modle]\ndtype = f32\n' >"$tmp/bad.ini"
 check "bad section" 1 "$tmp/bad.ini:4" modle -- --config "$tmp/bad.ini"
 check "missing ini" 1 "$tmp/absent.ini" -- --config "$tmp/absent.ini"
+# A backend no loaded plugin provides is a typo, not a silent fallback; the
+# line lists the providers there are.
+check "unknown backend" 1 attention.backend fa9 fa2 mha -- --set "model.path=$model" \
+    --set attention.backend=fa9 -p hi
+check "backend not loaded" 1 attention.backend "providers: mha" -- --set "model.path=$model" \
+    --set plugins.load=ops_common,attention_mha --set attention.backend=fa2 -p hi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

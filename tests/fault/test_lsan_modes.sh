@@ -104,8 +104,7 @@ expect "missing model" 2 -- --set "model.path=$tmp/absent" -p hi
 expect "missing score file" 3 -- "${q3[@]}" --score "$tmp/absent.txt"
 expect "missing tokenize file" 3 -- "${q3[@]}" --tokenize "$tmp/absent.txt"
 expect "wordpiece tokenizer" 2 -- --set "model.path=$tmp/wordpiece" -p hi
-expect "unknown backend strict" 2 -- "${q3[@]}" --set attention.backend=fa9 \
-    --set attention.strict=true -p hi
+expect "unknown backend" 1 -- "${q3[@]}" --set attention.backend=fa9 -p hi
 expect "prompt over context" 3 -- "${q3[@]}" --set runtime.max_context=4 \
     -p "a prompt much longer than four tokens of context"
 

@@ -5,8 +5,10 @@
 #include "orin/error.h"
 #include "orin/file.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static int load_failed(orin_engine *e)
@@ -14,6 +16,49 @@ static int load_failed(orin_engine *e)
     fprintf(stderr, "orin-run: %s\n", orin_error());
     engine_close(e);
     return ORIN_EXIT_LOAD;
+}
+
+static bool is_attention(const orin_op_impl *impl)
+{
+    return strncmp(impl->op, "attention.", 10) == 0;
+}
+
+/* Whether entry i is the first attention entry of its provider (for listing each once). */
+static bool first_of_provider(const orin_registry *reg, size_t i)
+{
+    const char *provider = orin_registry_at(reg, i)->provider;
+    for (size_t j = 0; j < i; j++) {
+        const orin_op_impl *earlier = orin_registry_at(reg, j);
+        if (is_attention(earlier) && strcmp(earlier->provider, provider) == 0)
+            return false;
+    }
+    return true;
+}
+
+/* attention.backend must name a provider some loaded plugin registers for an
+ * attention op. A provider that lacks only the device or dtype falls back (or
+ * fails, with attention.strict) when the model binds its ops; a name nobody
+ * provides is a typo or a missing plugin, and silently running the reference
+ * instead would hide it. */
+static int check_attention_backend(const orin_registry *reg, const char *backend)
+{
+    size_t n = orin_registry_count(reg);
+    for (size_t i = 0; i < n; i++) {
+        const orin_op_impl *impl = orin_registry_at(reg, i);
+        if (is_attention(impl) && strcmp(impl->provider, backend) == 0)
+            return 0;
+    }
+    char providers[256] = "none";
+    size_t len = 0;
+    for (size_t i = 0; i < n && len < sizeof providers; i++) {
+        const orin_op_impl *impl = orin_registry_at(reg, i);
+        if (is_attention(impl) && first_of_provider(reg, i))
+            len += (size_t)snprintf(providers + len, sizeof providers - len, "%s%s",
+                                    len ? ", " : "", impl->provider);
+    }
+    fprintf(stderr, "orin-run: attention.backend = '%s': no loaded plugin provides it "
+                    "(attention providers: %s)\n", backend, providers);
+    return -1;
 }
 
 int engine_open_model(orin_engine *e, const orin_cli *cli)
@@ -27,6 +72,10 @@ int engine_open_model(orin_engine *e, const orin_cli *cli)
     int code = engine_open_plugins(e, cli);
     if (code != ORIN_EXIT_OK)
         return code;
+    if (check_attention_backend(e->registry, cfg->attention.backend)) {
+        engine_close(e);
+        return ORIN_EXIT_USAGE;
+    }
     e->tokenizer = orin_tokenizer_load(cfg->model.path);
     if (!e->tokenizer)
         return load_failed(e);
