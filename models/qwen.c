@@ -211,6 +211,22 @@ static int load_layer(orin_model *m, const orin_st_archive *ar, const char *dir,
     return 0;
 }
 
+/* Weights of a layer config.json does not have: the config belongs to another
+ * model (fewer layers would silently run a truncated network). */
+static int check_layer_count(const orin_st_archive *ar, int32_t n_layers)
+{
+    for (size_t i = 0; i < orin_st_count(ar); i++) {
+        const orin_st_tensor *t = orin_st_at(ar, i);
+        long layer;
+        int used = 0;
+        if (sscanf(t->name, "model.layers.%ld.%n", &layer, &used) == 1 && used > 0 &&
+            layer >= n_layers)
+            return orin_error_set("%s: tensor '%s' is beyond config.json's num_hidden_layers "
+                                  "= %d", t->file, t->name, n_layers);
+    }
+    return 0;
+}
+
 static void show_progress(bool on, int32_t done, int32_t total)
 {
     if (!on)
@@ -229,7 +245,9 @@ static int load_weights(orin_model *m, const char *dir, bool progress)
     const orin_model_config *c = &m->cfg;
     const int64_t vd[2] = {c->vocab_size, c->hidden_size};
     const int64_t nd[1] = {c->hidden_size};
-    int rc = load_weight(m, ar, dir, "model.embed_tokens.weight", 2, vd, &m->embed);
+    int rc = check_layer_count(ar, c->num_hidden_layers);
+    if (rc == 0)
+        rc = load_weight(m, ar, dir, "model.embed_tokens.weight", 2, vd, &m->embed);
     if (rc == 0)
         rc = load_weight(m, ar, dir, "model.norm.weight", 1, nd, &m->final_norm);
     if (rc == 0) {
@@ -552,7 +570,8 @@ int orin_model_load(const orin_model_options *opt, orin_model **out)
     m->context = choose_context(opt, &m->cfg);
     m->layers = calloc((size_t)m->cfg.num_hidden_layers, sizeof *m->layers);
     if (!m->layers) {
-        orin_error_set("out of memory");
+        orin_error_set("%s/config.json: num_hidden_layers = %d: out of memory for the layer "
+                       "table", opt->path, m->cfg.num_hidden_layers);
         goto fail;
     }
     /* Bind before loading gigabytes: a missing op is the cheaper error. */

@@ -83,6 +83,12 @@ load_fails arch config.json LlamaForCausalLM
 d=$(broken shapes)
 sed -i 's/"intermediate_size": 192/"intermediate_size": 200/' "$d/config.json"
 load_fails shapes mlp.gate_proj.weight "[200, 64]"
+d=$(broken fewer-layers)
+sed -i 's/"num_hidden_layers": 3/"num_hidden_layers": 2/' "$d/config.json"
+load_fails fewer-layers model.layers.2. num_hidden_layers
+d=$(broken more-layers)
+sed -i 's/"num_hidden_layers": 3/"num_hidden_layers": 5/' "$d/config.json"
+load_fails more-layers "missing tensor 'model.layers.3."
 
 # tokenizer.json: a WordPiece model; cut short; missing.
 d=$(broken wordpiece)
@@ -104,7 +110,8 @@ load_fails no-tokenizer tokenizer.json
 check "no-tokenizer (tokenize)" 2 tokenizer.json -- --set "model.path=$d" --tokenize "$text"
 
 # No model folder at all.
-check "missing folder" 2 "$tmp/absent" -- --set "model.path=$tmp/absent" -p hi
+check "a file, not a folder" 2 "not a folder" -- --set "model.path=$text" -p hi
+check "missing folder" 2 "model.path = '$tmp/absent': No such file" -- --set "model.path=$tmp/absent" -p hi
 
 # Configuration errors: exit 1, one line naming the key or the file.
 check "bad key" 1 generate.max_tokenz max_tokens -- --set generate.max_tokenz=3

@@ -5,10 +5,12 @@
 #include "orin/error.h"
 #include "orin/file.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int load_failed(orin_engine *e)
@@ -61,6 +63,19 @@ static int check_attention_backend(const orin_registry *reg, const char *backend
     return -1;
 }
 
+/* The folder itself first: otherwise its absence surfaces as whichever file
+ * inside it happens to be opened first. */
+static int check_model_dir(const char *path)
+{
+    struct stat st;
+    const char *why = stat(path, &st) != 0 ? strerror(errno)
+                      : !S_ISDIR(st.st_mode) ? "not a folder (give the Hugging Face model folder)"
+                                             : NULL;
+    if (why)
+        fprintf(stderr, "orin-run: model.path = '%s': %s\n", path, why);
+    return why ? -1 : 0;
+}
+
 int engine_open_model(orin_engine *e, const orin_cli *cli)
 {
     const orin_config *cfg = &cli->cfg;
@@ -69,6 +84,8 @@ int engine_open_model(orin_engine *e, const orin_cli *cli)
                         "--set model.path=DIR (a Hugging Face model folder)\n");
         return ORIN_EXIT_USAGE;
     }
+    if (check_model_dir(cfg->model.path))
+        return ORIN_EXIT_LOAD;
     int code = engine_open_plugins(e, cli);
     if (code != ORIN_EXIT_OK)
         return code;
@@ -91,10 +108,8 @@ int engine_open_model(orin_engine *e, const orin_cli *cli)
         .prefill_chunk = cfg->runtime.prefill_chunk,
         .progress = isatty(STDOUT_FILENO) && isatty(STDERR_FILENO),
     };
-    if (orin_model_load(&opt, &e->model) != 0) {
-        orin_error_prefix("%s: ", cfg->model.path);
-        return load_failed(e);
-    }
+    if (orin_model_load(&opt, &e->model) != 0)
+        return load_failed(e); /* its errors name the file, or the key to change */
     return ORIN_EXIT_OK;
 }
 
