@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""Writes a model folder with the exact shapes of a real Qwen checkpoint and
+random bf16 weights, for benchmarks and load tests where the real weights
+cannot be downloaded (the lent GPU machine reaches no network).
+
+    python3 bench/make_shaped_model.py qwen3-0.6b /tmp/qwen3-0.6b-shaped
+    python3 bench/make_shaped_model.py --list
+
+The folder is what Hugging Face's save_pretrained writes: config.json,
+generation_config.json, model-0000N-of-0000M.safetensors shards (at most
+2 GiB each) with model.safetensors.index.json, and the real Qwen3 tokenizer
+(tokenizer.json, tokenizer_config.json with its chat template) from
+tests/data/tokenizer/qwen3. Byte sizes, memory traffic and FLOPs equal the
+real model's; the text it generates is noise. Needs numpy only.
+"""
+import argparse
+import json
+import lzma
+import os
+import shutil
+import struct
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOKENIZER = os.path.join(HERE, "..", "tests", "data", "tokenizer", "qwen3")
+
+# The shape keys of each model's config.json on the Hugging Face hub.
+SHAPES = {
+    "qwen3-0.6b": dict(arch="qwen3", hidden=1024, inter=3072, layers=28, heads=16, kv=8,
+                       head_dim=128, tie=True, max_pos=40960),
+    "qwen3-1.7b": dict(arch="qwen3", hidden=2048, inter=6144, layers=28, heads=16, kv=8,
+                       head_dim=128, tie=True, max_pos=40960),
+    "qwen3-4b": dict(arch="qwen3", hidden=2560, inter=9728, layers=36, heads=32, kv=8,
+                     head_dim=128, tie=True, max_pos=40960),
+    "qwen3-8b": dict(arch="qwen3", hidden=4096, inter=12288, layers=36, heads=32, kv=8,
+                     head_dim=128, tie=False, max_pos=40960),
+    "qwen2.5-0.5b": dict(arch="qwen2", hidden=896, inter=4864, layers=24, heads=14, kv=2,
+                         head_dim=64, tie=True, max_pos=32768),
+    "qwen2.5-1.5b": dict(arch="qwen2", hidden=1536, inter=8960, layers=28, heads=12, kv=2,
+                         head_dim=128, tie=True, max_pos=32768),
+    "qwen2.5-7b": dict(arch="qwen2", hidden=3584, inter=18944, layers=28, heads=28, kv=4,
+                       head_dim=128, tie=False, max_pos=32768),
+}
+VOCAB = 151936
+SHARD_BYTES = 2 << 30
+
+
+def config_json(s):
+    qwen3 = s["arch"] == "qwen3"
+    cfg = {
+        "architectures": ["Qwen3ForCausalLM" if qwen3 else "Qwen2ForCausalLM"],
+        "model_type": s["arch"],
+        "hidden_size": s["hidden"], "intermediate_size": s["inter"],
+        "num_hidden_layers": s["layers"], "num_attention_heads": s["heads"],
+        "num_key_value_heads": s["kv"], "max_position_embeddings": s["max_pos"],
+        "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "hidden_act": "silu",
+        "tie_word_embeddings": s["tie"], "vocab_size": VOCAB, "torch_dtype": "bfloat16",
+        "bos_token_id": 151643, "eos_token_id": 151645,
+        "use_sliding_window": False, "sliding_window": None,
+        "max_window_layers": s["layers"],
+    }
+    if qwen3:
+        cfg.update(head_dim=s["head_dim"], attention_bias=False)
+    return cfg
+
+
+def tensor_shapes(s):
+    """(name, shape) in the order save_pretrained writes them."""
+    d, f, hd = s["hidden"], s["inter"], s["head_dim"]
+    q, kv = s["heads"] * hd, s["kv"] * hd
+    out = [("model.embed_tokens.weight", (VOCAB, d))]
+    for i in range(s["layers"]):
+        p = f"model.layers.{i}."
+        out += [(p + "input_layernorm.weight", (d,)),
+                (p + "self_attn.q_proj.weight", (q, d)),
+                (p + "self_attn.k_proj.weight", (kv, d)),
+                (p + "self_attn.v_proj.weight", (kv, d)),
+                (p + "self_attn.o_proj.weight", (d, q))]
+        if s["arch"] == "qwen2":
+            out += [(p + "self_attn.q_proj.bias", (q,)), (p + "self_attn.k_proj.bias", (kv,)),
+                    (p + "self_attn.v_proj.bias", (kv,))]
+        else:
+            out += [(p + "self_attn.q_norm.weight", (hd,)), (p + "self_attn.k_norm.weight", (hd,))]
+        out += [(p + "post_attention_layernorm.weight", (d,)),
+                (p + "mlp.gate_proj.weight", (f, d)), (p + "mlp.up_proj.weight", (f, d)),
+                (p + "mlp.down_proj.weight", (d, f))]
+    out.append(("model.norm.weight", (d,)))
+    if not s["tie"]:
+        out.append(("lm_head.weight", (VOCAB, d)))
+    return out
+
+
+def random_bf16(rng, name, shape):
+    """Norm weights 1, biases and matrices N(0, 0.02): activations stay finite."""
+    if name.endswith("norm.weight"):
+        f32 = np.ones(shape, np.float32)
+    else:
+        f32 = rng.standard_normal(shape, dtype=np.float32) * np.float32(0.02)
+    return (f32.view(np.uint32) >> 16).astype(np.uint16)  # bf16: the top half
+
+
+def plan_shards(shapes):
+    shards, size = [[]], 0
+    for name, shape in shapes:
+        nbytes = 2 * int(np.prod(shape))
+        if shards[-1] and size + nbytes > SHARD_BYTES:
+            shards.append([])
+            size = 0
+        shards[-1].append((name, shape))
+        size += nbytes
+    return shards
+
+
+def write_shard(path, tensors, rng):
+    header, offset = {"__metadata__": {"format": "pt"}}, 0
+    for name, shape in tensors:
+        nbytes = 2 * int(np.prod(shape))
+        header[name] = {"dtype": "BF16", "shape": list(shape),
+                        "data_offsets": [offset, offset + nbytes]}
+        offset += nbytes
+    blob = json.dumps(header, separators=(",", ":")).encode()
+    blob += b" " * (-len(blob) % 8)  # data starts 8-aligned, like the reference writer
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(blob)))
+        f.write(blob)
+        for name, shape in tensors:
+            f.write(random_bf16(rng, name, shape).tobytes())
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("shape", nargs="?", choices=sorted(SHAPES))
+    ap.add_argument("out", nargs="?")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--list", action="store_true", help="print the shapes and their sizes")
+    a = ap.parse_args()
+    if a.list:
+        for k, s in SHAPES.items():
+            n = sum(int(np.prod(sh)) for _, sh in tensor_shapes(s))
+            print(f"{k:14s} {n / 1e9:6.2f} B parameters, {2 * n / 2**30:6.2f} GiB in bf16")
+        return 0
+    if not a.shape or not a.out:
+        ap.error("give SHAPE and OUT (or --list)")
+    s = SHAPES[a.shape]
+    os.makedirs(a.out, exist_ok=True)
+    rng = np.random.default_rng(a.seed)
+    shards = plan_shards(tensor_shapes(s))
+    weight_map, total = {}, 0
+    for i, tensors in enumerate(shards):
+        fname = f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
+        write_shard(os.path.join(a.out, fname), tensors, rng)
+        for name, shape in tensors:
+            weight_map[name] = fname
+            total += 2 * int(np.prod(shape))
+        print(f"{a.out}/{fname}: {len(tensors)} tensors", file=sys.stderr)
+    with open(os.path.join(a.out, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f, indent=2)
+    with open(os.path.join(a.out, "config.json"), "w") as f:
+        json.dump(config_json(s), f, indent=2)
+    with open(os.path.join(a.out, "generation_config.json"), "w") as f:
+        json.dump({"bos_token_id": 151643, "eos_token_id": [151645, 151643],
+                   "do_sample": True, "temperature": 0.6, "top_k": 20, "top_p": 0.95}, f, indent=2)
+    with lzma.open(os.path.join(TOKENIZER, "tokenizer.json.xz")) as src, \
+            open(os.path.join(a.out, "tokenizer.json"), "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    shutil.copy(os.path.join(TOKENIZER, "tokenizer_config.json"), a.out)
+    print(f"{a.out}: {a.shape}, {total / 2**30:.2f} GiB of random bf16 weights", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
