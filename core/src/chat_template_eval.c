@@ -779,6 +779,14 @@ static void assign(struct ct_render *r, const struct ct_target *tg, ct_val *v,
     }
 }
 
+/* Every statement and every loop iteration (empty bodies too) is a step. */
+static void count_step(struct ct_render *r, uint32_t pos)
+{
+    if (++r->steps > CT_MAX_STEPS)
+        ct_fail(&r->env, pos, "the template ran more than %d steps (statements and loop "
+                "iterations); a loop without end?", CT_MAX_STEPS);
+}
+
 static void exec_for(struct ct_render *r, const struct ct_node *n, struct ct_frame *f)
 {
     ct_val *items = ct_iterate(r, n->u.for_.iter->pos, eval(r, n->u.for_.iter, f));
@@ -786,6 +794,7 @@ static void exec_for(struct ct_render *r, const struct ct_node *n, struct ct_fra
         /* "for x in xs if cond": the loop (and loop.length) sees only the kept items. */
         struct ct_vec kept = {0};
         for (size_t i = 0; i < items->u.list.n; i++) {
+            count_step(r, n->pos);
             struct ct_frame *tf = new_frame(r, f);
             assign(r, &n->u.for_.target, items->u.list.items[i], tf);
             if (ct_truthy(eval(r, n->u.for_.filter, tf)))
@@ -798,6 +807,7 @@ static void exec_for(struct ct_render *r, const struct ct_node *n, struct ct_fra
         return;
     }
     for (size_t i = 0; i < items->u.list.n; i++) {
+        count_step(r, n->pos);
         struct ct_frame *body = new_frame(r, f);
         struct ct_loop *loop = ct_alloc(&r->env, sizeof *loop);
         loop->items = items->u.list.items;
@@ -815,6 +825,7 @@ static void exec_for(struct ct_render *r, const struct ct_node *n, struct ct_fra
 static int exec(struct ct_render *r, const struct ct_node *n, struct ct_frame *f)
 {
     for (; n; n = n->next) {
+        count_step(r, n->pos);
         switch (n->kind) {
         case ND_TEXT:
             ct_buf_put(&r->env, r->out, n->u.text.s, n->u.text.len);

@@ -24,6 +24,11 @@
 #define CT_OUTPUT_LIMIT  ((size_t)64 << 20)  /* rendered bytes */
 #define CT_MAX_DEPTH     200                 /* parser nesting and macro calls */
 #define CT_MAX_RANGE     100000              /* range() items, as Jinja's sandbox */
+/* Statements run per render. Nested loops multiply (five loops over 100 items
+ * run 10^10 bodies): without a budget a hostile template never returns. A
+ * Qwen3 chat costs ~30 per message, so this allows ~30k messages, more than
+ * any context holds. */
+#define CT_MAX_STEPS     1000000
 #define CT_NOPOS         UINT32_MAX
 
 /* ---- arena and error unwinding ---- */
@@ -326,6 +331,7 @@ struct ct_render {
     struct ct_buf *out;       /* where text goes now: the result, or a macro's capture */
     struct ct_frame *globals;
     int depth;                /* macro calls in progress */
+    uint32_t steps;           /* statements run, against CT_MAX_STEPS */
 };
 
 /* Call arguments after evaluation. */

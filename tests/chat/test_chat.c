@@ -286,6 +286,16 @@ static void test_errors(void)
                  "t.jinja:1:9: range too big, the sandbox allows at most 100000 items");
     expect_error("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", "{}",
                  "t.jinja:1:21: macro 'f': calls nest too deeply");
+    /* Loops that multiply (10^15 iterations, empty bodies) and macros that
+     * branch (2^100 calls) end at the step budget, not at the end of time. */
+    expect_error("{% for a in range(100000) %}{% for b in range(100000) %}"
+                 "{% for c in range(100000) %}{% endfor %}{% endfor %}{% endfor %}", "{}",
+                 "t.jinja:1:60: the template ran more than 1000000 steps (statements and loop "
+                 "iterations); a loop without end?");
+    expect_error("{% macro m(n) %}{% if n %}{{ m(n - 1) }}{{ m(n - 1) }}{% endif %}{% endmacro %}"
+                 "{{ m(100) }}", "{}",
+                 "t.jinja:1:20: the template ran more than 1000000 steps (statements and loop "
+                 "iterations); a loop without end?");
     /* Jinja can render a NUL; a C string cannot carry one. */
     expect_error("{{ 'a\\0b' }}", "{}", "t.jinja: rendered text contains a NUL character");
     expect_error("{{ x }}", "[1]", "t.jinja: context is not a JSON object");
