@@ -21,13 +21,13 @@
 
 /* Limits that keep a hostile or broken template from taking the machine. */
 #define CT_ARENA_LIMIT   ((size_t)256 << 20) /* bytes per render / per compile */
-#define CT_OUTPUT_LIMIT  ((size_t)64 << 20)  /* rendered bytes */
+#define CT_OUTPUT_LIMIT  ((size_t)16 << 20)  /* rendered bytes: ~4M tokens, past any context */
 #define CT_MAX_DEPTH     200                 /* parser nesting and macro calls */
 #define CT_MAX_RANGE     100000              /* range() items, as Jinja's sandbox */
 /* Statements run per render. Nested loops multiply (five loops over 100 items
- * run 10^10 bodies): without a budget a hostile template never returns. A
- * Qwen3 chat costs ~30 per message, so this allows ~30k messages, more than
- * any context holds. */
+ * run 10^10 bodies): without a budget a hostile template never returns. The
+ * Qwen3 template takes ~10 per message, so this allows ~100k messages, more
+ * than any context holds. */
 #define CT_MAX_STEPS     1000000
 #define CT_NOPOS         UINT32_MAX
 
