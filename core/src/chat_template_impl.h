@@ -26,9 +26,9 @@
 #define CT_MAX_RANGE     100000              /* range() items, as Jinja's sandbox */
 /* Statements run per render. Nested loops multiply (five loops over 100 items
  * run 10^10 bodies): without a budget a hostile template never returns. The
- * Qwen3 template takes ~10 per message, so this allows ~100k messages, more
+ * Qwen3 template takes ~10 per message, so this allows ~25k messages, more
  * than any context holds. */
-#define CT_MAX_STEPS     1000000
+#define CT_MAX_STEPS     250000
 #define CT_NOPOS         UINT32_MAX
 
 /* ---- arena and error unwinding ---- */
