@@ -647,7 +647,27 @@ static ct_val *eval_compare(struct ct_render *r, const struct ct_expr *e, struct
     return &ct_true;
 }
 
+/* Expressions and statements recurse on the C stack, and macros multiply that
+ * (a macro 200 calls deep, each an expression 200 deep, is 40,000 frames): so
+ * the frames of both in progress are counted against one limit. */
+static void enter(struct ct_render *r, uint32_t pos)
+{
+    if (++r->nesting > CT_MAX_NESTING)
+        ct_fail(&r->env, pos, "expressions and blocks nest more than %d deep (across "
+                "macro calls)", CT_MAX_NESTING);
+}
+
+static ct_val *eval_expr(struct ct_render *r, const struct ct_expr *e, struct ct_frame *f);
+
 static ct_val *eval(struct ct_render *r, const struct ct_expr *e, struct ct_frame *f)
+{
+    enter(r, e->pos);
+    ct_val *v = eval_expr(r, e, f);
+    r->nesting--;
+    return v;
+}
+
+static ct_val *eval_expr(struct ct_render *r, const struct ct_expr *e, struct ct_frame *f)
 {
     switch (e->kind) {
     case EX_CONST: return e->u.cval;
@@ -822,7 +842,19 @@ static void exec_for(struct ct_render *r, const struct ct_node *n, struct ct_fra
     }
 }
 
+static int exec_nodes(struct ct_render *r, const struct ct_node *n, struct ct_frame *f);
+
 static int exec(struct ct_render *r, const struct ct_node *n, struct ct_frame *f)
+{
+    if (!n)
+        return FLOW_NEXT;
+    enter(r, n->pos);
+    int flow = exec_nodes(r, n, f);
+    r->nesting--;
+    return flow;
+}
+
+static int exec_nodes(struct ct_render *r, const struct ct_node *n, struct ct_frame *f)
 {
     for (; n; n = n->next) {
         count_step(r, n->pos);

@@ -29,6 +29,9 @@
  * Qwen3 template takes ~10 per message, so this allows ~25k messages, more
  * than any context holds. */
 #define CT_MAX_STEPS     250000
+/* Expression and block frames in progress at once, macro calls included: the
+ * C stack they take stays under ~1 MiB even with AddressSanitizer's frames. */
+#define CT_MAX_NESTING   2000
 #define CT_NOPOS         UINT32_MAX
 
 /* ---- arena and error unwinding ---- */
@@ -332,6 +335,7 @@ struct ct_render {
     struct ct_frame *globals;
     int depth;                /* macro calls in progress */
     uint32_t steps;           /* statements run, against CT_MAX_STEPS */
+    int nesting;              /* eval/exec frames in progress, against CT_MAX_NESTING */
 };
 
 /* Call arguments after evaluation. */

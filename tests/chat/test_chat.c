@@ -296,6 +296,15 @@ static void test_errors(void)
                  "{{ m(100) }}", "{}",
                  "t.jinja:1:20: the template ran more than 250000 steps (statements and loop "
                  "iterations); a loop without end?");
+    /* Deep expressions inside recursive macros: each level alone is allowed,
+     * their product would overflow the C stack. */
+    char rec[1024];
+    size_t r = (size_t)sprintf(rec, "{%% macro m(n) %%}{{ ");
+    for (int i = 0; i < 150; i++)
+        rec[r++] = '-';
+    r += (size_t)sprintf(rec + r, "m(n + 1) }}{%% endmacro %%}{{ m(0) }}");
+    expect_error(rec, "{}", "t.jinja:1:41: expressions and blocks nest more than 2000 deep "
+                            "(across macro calls)");
     /* Jinja can render a NUL; a C string cannot carry one. */
     expect_error("{{ 'a\\0b' }}", "{}", "t.jinja: rendered text contains a NUL character");
     expect_error("{{ x }}", "[1]", "t.jinja: context is not a JSON object");
