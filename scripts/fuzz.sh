@@ -8,7 +8,9 @@
 #           tokenizer_json tokenizer_encode chat_template chat_render (default: all)
 #   FUZZ_RUNS=N     stop a target after N executions instead (SECONDS still caps it)
 #   FUZZ_BUILD_DIR  build folder (default: build-fuzz)
-#   FUZZ_ARGS       extra libFuzzer flags (e.g. "-jobs=2 -workers=2")
+#   FUZZ_WORKERS=N  N processes per target on one shared corpus (default 1); with
+#                   FUZZ_RUNS, each runs FUZZ_RUNS/N; executions are summed
+#   FUZZ_ARGS       extra libFuzzer flags
 #
 # Each target starts from the committed seeds (tests/fuzz/corpus/TARGET) and a
 # working corpus in the build folder that grows from run to run; crashes,
@@ -58,24 +60,33 @@ for t in "${targets[@]}"; do
     mkdir -p "$corpus" "$findings" "$(dirname "$log")"
     flags=(-max_total_time="$seconds" -timeout=25 -rss_limit_mb=4096 -print_final_stats=1
            -artifact_prefix="$findings/")
-    [ -n "${FUZZ_RUNS:-}" ] && flags+=(-runs="$FUZZ_RUNS")
+    workers=${FUZZ_WORKERS:-1}
+    [ -n "${FUZZ_RUNS:-}" ] && flags+=(-runs=$(((FUZZ_RUNS + workers - 1) / workers)))
     for d in "${dicts[@]}"; do
         [ "${d%%:*}" = "$t" ] && flags+=(-dict="tests/fuzz/dict/${d#*:}.dict")
     done
     before=$(ls "$findings" | wc -l)
     start=$(date +%s)
-    # shellcheck disable=SC2086 # FUZZ_ARGS holds several flags
-    "$bin" "${flags[@]}" ${FUZZ_ARGS:-} "$corpus" "tests/fuzz/corpus/$t" >"$log" 2>&1 || true
+    logs=()
+    for w in $(seq 1 "$workers"); do
+        wlog=$log
+        [ "$workers" -gt 1 ] && wlog=${log%.log}.$w.log
+        logs+=("$wlog")
+        # shellcheck disable=SC2086 # FUZZ_ARGS holds several flags
+        "$bin" "${flags[@]}" ${FUZZ_ARGS:-} "$corpus" "tests/fuzz/corpus/$t" >"$wlog" 2>&1 &
+    done
+    wait
     took=$(($(date +%s) - start))
-    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-    rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+    execs=$(cat "${logs[@]}" | sed -n 's/^stat::number_of_executed_units: *//p' |
+            awk '{ n += $1 } END { if (NR) print n }')
+    rate=$((${execs:-0} / (took > 0 ? took : 1)))
     new=$(ls -t "$findings" | head -n $(($(ls "$findings" | wc -l) - before)))
     if [ -n "$new" ]; then
         found=1
         result=$(for f in $new; do printf '%s ' "$findings/$f"; done) # libFuzzer names: hex
-    elif grep -q 'ERROR: libFuzzer\|==ERROR\|runtime error' "$log"; then
+    elif grep -q 'ERROR: libFuzzer\|==ERROR\|runtime error' "${logs[@]}"; then
         found=1
-        result="error without an artifact, see $log"
+        result="error without an artifact, see ${logs[*]}"
     else
         result=0
     fi

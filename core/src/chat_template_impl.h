@@ -21,7 +21,7 @@
 
 /* Limits that keep a hostile or broken template from taking the machine. */
 #define CT_ARENA_LIMIT   ((size_t)256 << 20) /* bytes per render / per compile */
-#define CT_OUTPUT_LIMIT  ((size_t)16 << 20)  /* rendered bytes: ~4M tokens, past any context */
+#define CT_OUTPUT_LIMIT  ((size_t)8 << 20)   /* rendered bytes: ~2M tokens, past any context */
 #define CT_MAX_DEPTH     200                 /* parser nesting and macro calls */
 #define CT_MAX_RANGE     100000              /* range() items, as Jinja's sandbox */
 /* Statements run per render. Nested loops multiply (five loops over 100 items
