@@ -190,34 +190,6 @@ static int key_error(const char *origin, const key_def *k, const char *value, co
                           shown(value, cut, sizeof cut), reason);
 }
 
-/* Optimal string alignment distance (Levenshtein plus adjacent swaps), for hints. */
-static size_t edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 64 || lb > 64)
-        return SIZE_MAX;
-    size_t d[65][65];
-    for (size_t i = 0; i <= la; i++)
-        d[i][0] = i;
-    for (size_t j = 0; j <= lb; j++)
-        d[0][j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        for (size_t j = 1; j <= lb; j++) {
-            size_t cost = a[i - 1] != b[j - 1];
-            size_t best = d[i - 1][j - 1] + cost;
-            if (d[i - 1][j] + 1 < best)
-                best = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < best)
-                best = d[i][j - 1] + 1;
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
-                d[i - 2][j - 2] + 1 < best)
-                best = d[i - 2][j - 2] + 1;
-            d[i][j] = best;
-        }
-    }
-    return d[la][lb];
-}
-
 /* How far a misspelling may be from a name and still be hinted. */
 static size_t hint_limit(const char *word)
 {
@@ -247,7 +219,7 @@ static const char *near_section(const char *section)
     const char *best = NULL;
     size_t best_d = hint_limit(section) + 1;
     for (size_t i = 0; i < N_KEYS; i++) {
-        size_t d = edit_distance(section, keys[i].section);
+        size_t d = orin_edit_distance(section, keys[i].section);
         if (d < best_d) {
             best_d = d;
             best = keys[i].section;
@@ -264,7 +236,7 @@ static const key_def *near_key(const char *section, const char *name)
     const key_def *best = NULL;
     size_t best_d = hint_limit(name) + 1;
     for (size_t i = 0; i < N_KEYS; i++) {
-        size_t d = edit_distance(name, keys[i].name);
+        size_t d = orin_edit_distance(name, keys[i].name);
         if (d != SIZE_MAX && strcmp(section, keys[i].section))
             d++;
         if (d < best_d) {

@@ -1,6 +1,7 @@
 /* Thread-local error message and stderr logging. */
 #include "orin/error.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -92,4 +93,31 @@ void orin_log(orin_log_level level, const char *fmt, ...)
     keep_one_line(line, sizeof line);
     /* One write per line so that lines from threads do not interleave. */
     fprintf(stderr, "orin: %s%s\n", tags[level], line);
+}
+
+size_t orin_edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 64 || lb > 64)
+        return SIZE_MAX;
+    size_t d[65][65];
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        for (size_t j = 1; j <= lb; j++) {
+            size_t cost = a[i - 1] != b[j - 1];
+            size_t best = d[i - 1][j - 1] + cost;
+            if (d[i - 1][j] + 1 < best)
+                best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    }
+    return d[la][lb];
 }

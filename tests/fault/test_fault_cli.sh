@@ -126,5 +126,25 @@ check "unknown backend" 1 attention.backend fa9 fa2 mha -- --set "model.path=$mo
 check "backend not loaded" 1 attention.backend "providers: mha" -- --set "model.path=$model" \
     --set plugins.load=ops_common,attention_mha --set attention.backend=fa2 -p hi
 
+# Output that cannot be written (a full disk) is an error in every mode, never
+# a 0 exit over a partial result.
+full() {
+    local name=$1; shift
+    "$run" --set "model.path=$model" --set runtime.threads=1 "$@" </dev/null >/dev/full \
+        2>"$tmp/err"
+    local rc=$?
+    if [ "$rc" -ne 3 ] || ! grep -q "orin-run: stdout: write failed" "$tmp/err"; then
+        fail "$name to /dev/full: exit $rc; stderr: $(cat "$tmp/err")"; return
+    fi
+    echo "ok: $name to /dev/full: $(grep 'write failed' "$tmp/err")"
+    passed=$((passed + 1))
+}
+full generate -p hi --set generate.max_tokens=3
+full score --score "$text"
+full tokenize --tokenize "$text"
+full list-plugins --list-plugins
+full bench --bench --json --set bench.prompt_tokens=8 --set bench.gen_tokens=2 \
+    --set bench.repeats=1
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

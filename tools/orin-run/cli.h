@@ -30,6 +30,11 @@ typedef struct orin_cli {
     bool verbose;               /* -v: debug log lines */
 } orin_cli;
 
+/* Flushes stdout: -1 with orin_error_set() when anything written to it was
+ * lost (a full disk, a closed pipe), so that no mode exits 0 over a partial
+ * result. Every mode ends with it. */
+int cli_flush_stdout(void);
+
 int mode_list_plugins(const orin_cli *cli);
 int mode_tokenize(const orin_cli *cli);
 int mode_score(const orin_cli *cli);

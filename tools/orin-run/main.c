@@ -1,5 +1,6 @@
 /* orin-run: parses the command line into an orin_cli, loads the configuration
  * and hands over to exactly one mode (mode_*.c). */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -107,29 +108,13 @@ static void print_help(void)
         ORIN_EXIT_OK, ORIN_EXIT_USAGE, ORIN_EXIT_LOAD, ORIN_EXIT_RUNTIME, ORIN_EXIT_INTERRUPTED);
 }
 
-/* Levenshtein distance of two short strings, for "did you mean". */
-static size_t distance(const char *a, const char *b)
+int cli_flush_stdout(void)
 {
-    size_t la = strlen(a), lb = strlen(b), row[64];
-    if (la >= 64 || lb >= 64)
-        return SIZE_MAX;
-    for (size_t j = 0; j <= lb; j++)
-        row[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t up = row[j];
-            size_t best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best)
-                best = up + 1;
-            if (row[j - 1] + 1 < best)
-                best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
-        }
-    }
-    return row[lb];
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return 0;
+    return errno ? orin_error_set("stdout: write failed: %s", strerror(errno))
+                 : orin_error_set("stdout: write failed");
 }
 
 /* The long option nearest to `name` (without dashes), or NULL. */
@@ -139,7 +124,7 @@ static const char *near_option(const char *name)
     const char *best = NULL;
     size_t best_d = limit + 1;
     for (size_t i = 0; i < N_OPTIONS; i++) {
-        size_t d = distance(name, options[i].name);
+        size_t d = orin_edit_distance(name, options[i].name);
         if (d < best_d) {
             best_d = d;
             best = options[i].name;

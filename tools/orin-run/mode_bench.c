@@ -238,5 +238,9 @@ int mode_bench(const orin_cli *cli)
                step_bytes / 1e6, bw, floor_s * 1e3, floor_s > 0 ? 100.0 * floor_s / step_s : 0);
     }
     engine_close(&e);
+    if (cli_flush_stdout() != 0) {
+        fprintf(stderr, "orin-run: %s\n", orin_error());
+        return ORIN_EXIT_RUNTIME;
+    }
     return ORIN_EXIT_OK;
 }

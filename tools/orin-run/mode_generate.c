@@ -321,6 +321,8 @@ int mode_generate(const orin_cli *cli)
     }
     install_sigint();
     int rc = cli->cfg.generate.interactive ? interactive(&g, cli) : one_shot(&g, cli);
+    if (rc >= 0 && cli_flush_stdout() != 0)
+        rc = -1; /* the text generated did not all arrive */
     if (rc < 0) {
         fflush(stdout);
         fprintf(stderr, "orin-run: %s\n", orin_error());

@@ -191,10 +191,8 @@ int mode_list_plugins(const orin_cli *cli)
     } else {
         print_table(&e, rows, n);
     }
-    if (fflush(stdout) != 0) {
-        orin_error_set("stdout: write failed");
+    if (cli_flush_stdout() != 0)
         rc = ORIN_EXIT_RUNTIME;
-    }
 out:
     if (rc)
         fprintf(stderr, "orin-run: %s\n", orin_error());

@@ -114,10 +114,9 @@ int mode_score(const orin_cli *cli)
     if (rc != 0 || text_buffer_printf(&s.out, "{\"tokens\": %d, \"scored\": %d, \"ppl\": %.9g}\n",
                                       s.n, s.n - 1, exp(-s.total / (s.n - 1))) != 0)
         goto fail;
-    if (fwrite(s.out.data, 1, s.out.len, stdout) != s.out.len || fflush(stdout) != 0) {
-        orin_error_set("score: cannot write the result to stdout");
+    fwrite(s.out.data, 1, s.out.len, stdout);
+    if (cli_flush_stdout() != 0)
         goto fail;
-    }
     code = ORIN_EXIT_OK;
     goto out;
 fail:

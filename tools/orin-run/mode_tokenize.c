@@ -9,7 +9,6 @@
 #include "orin/file.h"
 #include "orin/tokenizer.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,9 +26,7 @@ static int print_ids(const int32_t *ids, size_t n)
     for (size_t i = 0; i < n; i++)
         printf(i ? ", %d" : "%d", ids[i]);
     fputs("]\n", stdout);
-    if (fflush(stdout) || ferror(stdout))
-        return orin_error_set("stdout: write failed: %s", strerror(errno));
-    return 0;
+    return cli_flush_stdout();
 }
 
 int mode_tokenize(const orin_cli *cli)

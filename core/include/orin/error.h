@@ -7,6 +7,7 @@
 #define ORIN_ERROR_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -25,6 +26,10 @@ int orin_error_set(const char *fmt, ...) ORIN_PRINTF(1, 2);
 int orin_error_prefix(const char *fmt, ...) ORIN_PRINTF(1, 2);
 const char *orin_error(void);
 void orin_error_clear(void);
+
+/* Optimal string alignment distance of two names (Levenshtein plus adjacent
+ * swaps), for "did you mean" hints; SIZE_MAX past 64 characters. */
+size_t orin_edit_distance(const char *a, const char *b);
 
 typedef enum orin_log_level { ORIN_LOG_ERROR = 0, ORIN_LOG_WARN, ORIN_LOG_INFO, ORIN_LOG_DEBUG } orin_log_level;
 
