@@ -4,6 +4,7 @@
 
 #include "orin/error.h"
 #include "orin/file.h"
+#include "orin/ops.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -22,7 +23,8 @@ static int load_failed(orin_engine *e)
 
 static bool is_attention(const orin_op_impl *impl)
 {
-    return strncmp(impl->op, "attention.", 10) == 0;
+    return strcmp(impl->op, ORIN_OP_ATTENTION_PREFILL) == 0 ||
+           strcmp(impl->op, ORIN_OP_ATTENTION_DECODE) == 0;
 }
 
 /* Whether entry i is the first attention entry of its provider (for listing each once). */
