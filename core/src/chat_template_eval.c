@@ -388,12 +388,18 @@ static ct_val *repeat(struct ct_render *r, uint32_t pos, ct_val *seq, int64_t ti
     if (times < 0)
         times = 0;
     if (seq->kind == CT_STR) {
-        if (seq->u.str.len && (uint64_t)times > CT_OUTPUT_LIMIT / seq->u.str.len)
+        size_t len = seq->u.str.len;
+        /* '' * 10**18 is '' at once, not after 10**18 turns of a loop. */
+        if (len == 0 || times == 0)
+            return ct_str_nocopy(&r->env, "", 0);
+        if ((uint64_t)times > CT_OUTPUT_LIMIT / len)
             ct_fail(&r->env, pos, "string repetition result is too large");
-        struct ct_buf b = {.arena = true};
-        for (int64_t i = 0; i < times; i++)
-            ct_buf_put(&r->env, &b, seq->u.str.s, seq->u.str.len);
-        return b.data ? ct_str_nocopy(&r->env, b.data, b.len) : ct_str_nocopy(&r->env, "", 0);
+        size_t total = len * (size_t)times;
+        char *p = ct_alloc(&r->env, total + 1);
+        for (size_t off = 0; off < total; off += len)
+            memcpy(p + off, seq->u.str.s, len);
+        p[total] = '\0';
+        return ct_str_nocopy(&r->env, p, total);
     }
     if (seq->u.list.n && (uint64_t)times > (CT_OUTPUT_LIMIT / 8) / seq->u.list.n)
         ct_fail(&r->env, pos, "list repetition result is too large");

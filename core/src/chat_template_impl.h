@@ -21,7 +21,11 @@
 
 /* Limits that keep a hostile or broken template from taking the machine. */
 #define CT_ARENA_LIMIT   ((size_t)256 << 20) /* bytes per render / per compile */
-#define CT_OUTPUT_LIMIT  ((size_t)8 << 20)   /* rendered bytes: ~2M tokens, past any context */
+#define CT_OUTPUT_LIMIT  ((size_t)4 << 20)   /* rendered bytes: ~1M tokens, the longest context */
+/* Bytes written to all buffers of a render together: a macro's output is
+ * captured, then copied into its caller's: 200 nested calls would copy
+ * CT_OUTPUT_LIMIT 200 times. */
+#define CT_WRITE_LIMIT   (2 * CT_OUTPUT_LIMIT)
 #define CT_MAX_DEPTH     200                 /* parser nesting and macro calls */
 #define CT_MAX_RANGE     100000              /* range() items, as Jinja's sandbox */
 /* Statements run per render. Nested loops multiply (five loops over 100 items
@@ -50,6 +54,7 @@ struct ct_env {
     size_t src_len;
     const char *name;
     struct ct_arena *arena;
+    size_t written;           /* bytes put into any buffer, against CT_WRITE_LIMIT */
 };
 
 _Noreturn void ct_fail(struct ct_env *env, uint32_t pos, const char *fmt, ...)

@@ -116,6 +116,10 @@ void ct_fail(struct ct_env *env, uint32_t pos, const char *fmt, ...)
 
 void ct_buf_put(struct ct_env *env, struct ct_buf *b, const char *s, size_t n)
 {
+    env->written += n;
+    if (env->written > CT_WRITE_LIMIT)
+        ct_fail(env, CT_NOPOS, "the template writes more than %zu MiB (output and macro "
+                "captures together)", CT_WRITE_LIMIT >> 20);
     if (b->len + n + 1 > b->cap) {
         if (b->len + n > CT_OUTPUT_LIMIT)
             ct_fail(env, CT_NOPOS, "rendered text exceeds %zu MiB", CT_OUTPUT_LIMIT >> 20);

@@ -282,6 +282,14 @@ static void test_errors(void)
                  "t.jinja:1:8: unsupported operand type(s) for +: 'str' and 'int'");
     expect_error("héé\n  ü{{ 1 // 0 }}", "{}", "t.jinja:2:9: integer division or modulo by zero");
     expect_error("{{ 'a' * 100000000 }}", "{}", "t.jinja:1:8: string repetition result is too large");
+    /* An empty string repeated any number of times is empty, at once. */
+    tpl = orin_chat_template_compile("[{{ '' * 9000000000000000000 }}{{ ('ab' * 3) | length }}]",
+                                     "t.jinja");
+    out = NULL;
+    CHECK(tpl && orin_chat_template_render_json(tpl, "{}", &out) == 0 && !strcmp(out, "[6]"),
+          "empty repetition: %s", out ? out : orin_error());
+    free(out);
+    orin_chat_template_free(tpl);
     expect_error("{{ range(1000000) | length }}", "{}",
                  "t.jinja:1:9: range too big, the sandbox allows at most 100000 items");
     expect_error("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", "{}",
