@@ -181,16 +181,6 @@ static bool op_known(const orin_registry *reg, const char *op)
     return false;
 }
 
-static bool provider_known(const orin_registry *reg, const char *op, const char *provider)
-{
-    for (size_t i = 0; i < reg->count; i++) {
-        const orin_op_impl *impl = &reg->entries[i].impl;
-        if (strcmp(impl->op, op) == 0 && strcmp(impl->provider, provider) == 0)
-            return true;
-    }
-    return false;
-}
-
 /* Step 2: the first implementation flagged as the op's reference. */
 static const orin_op_impl *find_reference(const orin_registry *reg, const char *op,
                                           orin_device_kind device, orin_dtype dtype)
@@ -281,7 +271,7 @@ const orin_op_impl *orin_registry_bind(const orin_registry *reg, const orin_bind
 
     /* A fallback: say why the provider asked for did not fit. */
     char why[256];
-    if (provider_known(reg, op, req->provider))
+    if (orin_registry_provides(reg, op, req->provider))
         snprintf(why, sizeof why, "provider \"%s\" has no %s/%s implementation", req->provider,
                  dev, dt);
     else
@@ -296,6 +286,16 @@ const orin_op_impl *orin_registry_bind(const orin_registry *reg, const orin_bind
 }
 
 /* ---- iteration ---- */
+
+bool orin_registry_provides(const orin_registry *reg, const char *op, const char *provider)
+{
+    for (size_t i = 0; reg && i < reg->count; i++) {
+        const orin_op_impl *impl = &reg->entries[i].impl;
+        if (strcmp(impl->op, op) == 0 && strcmp(impl->provider, provider) == 0)
+            return true;
+    }
+    return false;
+}
 
 size_t orin_registry_count(const orin_registry *reg)
 {

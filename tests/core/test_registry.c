@@ -114,6 +114,13 @@ static void test_exact(void)
     CHECK(orin_registry_find(reg, "attention.decode", "mha", ORIN_DEVICE_CPU, ORIN_F32));
     CHECK(!orin_registry_find(reg, "attention.decode", "mha", ORIN_DEVICE_CPU, ORIN_F16));
     CHECK(!orin_registry_find(reg, "nope", "mha", ORIN_DEVICE_CPU, ORIN_F32));
+
+    /* provides: any device and dtype, but the exact op and provider. */
+    CHECK(orin_registry_provides(reg, "attention.decode", "mha"));
+    CHECK(orin_registry_provides(reg, "attention.decode", "fa2"));
+    CHECK(!orin_registry_provides(reg, "attention.decode", "fa9"));
+    CHECK(!orin_registry_provides(reg, "nope", "mha"));
+    CHECK(!orin_registry_provides(NULL, "attention.decode", "mha"));
     orin_registry_destroy(reg);
 }
 

@@ -46,12 +46,10 @@ static bool first_of_provider(const orin_registry *reg, size_t i)
  * instead would hide it. */
 static int check_attention_backend(const orin_registry *reg, const char *backend)
 {
+    if (orin_registry_provides(reg, ORIN_OP_ATTENTION_PREFILL, backend) ||
+        orin_registry_provides(reg, ORIN_OP_ATTENTION_DECODE, backend))
+        return 0;
     size_t n = orin_registry_count(reg);
-    for (size_t i = 0; i < n; i++) {
-        const orin_op_impl *impl = orin_registry_at(reg, i);
-        if (is_attention(impl) && strcmp(impl->provider, backend) == 0)
-            return 0;
-    }
     char providers[256] = "none";
     size_t len = 0;
     for (size_t i = 0; i < n && len < sizeof providers; i++) {

@@ -80,6 +80,10 @@ typedef struct orin_bind_request {
  * provider, the device and the dtype when nothing fits (or strict forbids). */
 const orin_op_impl *orin_registry_bind(const orin_registry *reg, const orin_bind_request *req);
 
+/* Whether any implementation of `op` by `provider` is registered, at any device
+ * and dtype (tells a misspelt provider from one that lacks a device or dtype). */
+bool orin_registry_provides(const orin_registry *reg, const char *op, const char *provider);
+
 /* Iteration, in registration order (for --list-plugins). */
 size_t orin_registry_count(const orin_registry *reg);
 const orin_op_impl *orin_registry_at(const orin_registry *reg, size_t i);
