@@ -4,6 +4,7 @@
 #endif
 #include "orin/cpu_util.h"
 #include "orin/error.h"
+#include "dtype_internal.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -185,6 +186,52 @@ void orin_cpu_store_f32(void *dst, orin_dtype dt, const float *src, size_t n)
         memmove(dst, src, n * sizeof(float));
     else
         orin_convert(dst, dt, src, ORIN_F32, n);
+}
+
+/* acc += x[i..i+8) * w[i..i+8), w widened to f32 in registers. */
+static ORIN_WIDEN_INLINE void dot_block(orin_v8f32 *acc, const float *x, const void *w,
+                                        orin_dtype dt, size_t i)
+{
+    orin_v8f32 xv, wv;
+    if (dt == ORIN_BF16)
+        orin_widen_bf16_v8(&wv, (const uint16_t *)w + i);
+    else if (dt == ORIN_F16)
+        orin_widen_f16_v8(&wv, (const uint16_t *)w + i);
+    else
+        memcpy(&wv, (const float *)w + i, sizeof wv);
+    memcpy(&xv, x + i, sizeof xv);
+    *acc += xv * wv;
+}
+
+/* Four vectors of partial sums over blocks of 32: one chain of vector additions
+ * would wait on the adder's latency every 8 elements, slower than memory
+ * delivers them. Then blocks of 8, then the tail into the lanes. The order of
+ * the sum depends only on n. */
+ORIN_VECTOR_CLONES
+float orin_cpu_dot(const float *x, const void *w, orin_dtype dt, size_t n)
+{
+    enum { B = ORIN_WIDEN_BLOCK };
+    orin_v8f32 acc0 = {0}, acc1 = {0}, acc2 = {0}, acc3 = {0};
+    size_t i = 0;
+    for (; i + 4 * B <= n; i += 4 * B) {
+        dot_block(&acc0, x, w, dt, i);
+        dot_block(&acc1, x, w, dt, i + B);
+        dot_block(&acc2, x, w, dt, i + 2 * B);
+        dot_block(&acc3, x, w, dt, i + 3 * B);
+    }
+    orin_v8f32 acc = (acc0 + acc1) + (acc2 + acc3);
+    for (; i + B <= n; i += B)
+        dot_block(&acc, x, w, dt, i);
+
+    float lanes[B], tail[B];
+    memcpy(lanes, &acc, sizeof lanes);
+    orin_cpu_load_f32(tail, orin_cpu_elem(w, dt, i), dt, n - i);
+    for (size_t u = 0; i + u < n; u++)
+        lanes[u] += x[i + u] * tail[u];
+    for (int width = B / 2; width > 0; width /= 2) /* a fixed pairwise tree */
+        for (int u = 0; u < width; u++)
+            lanes[u] += lanes[u + width];
+    return lanes[0];
 }
 
 /* ---- values in host memory ---- */

@@ -20,12 +20,15 @@
 /* Elementwise ops go through f32 in chunks of this many elements. */
 #define ELEMENTWISE_CHUNK 1024
 
-/* The f16/bf16 matmul converts MATMUL_X_ROWS rows of x and MATMUL_W_ROWS rows of w
- * at a time to f32 for sgemm: at most (X + W) * in + X * W floats of scratch,
- * 8.25 MiB for in = 4096, whatever n and out are. With n <= MATMUL_X_ROWS (every
- * decode step) each row of w is converted exactly once. */
+/* The f16/bf16 matmul converts MATMUL_X_ROWS rows of x at a time to f32, then
+ * hands out tiles of MATMUL_W_ROWS rows of w to the op threads: each converts its
+ * tile to f32 and runs a one-thread sgemm on it. Scratch: X * in floats shared,
+ * plus W * in + X * W + W floats per thread (1.06 MiB for in = 4096), X being
+ * min(n, MATMUL_X_ROWS). With n <=
+ * MATMUL_X_ROWS (every decode step) each row of w is converted exactly once, by
+ * one thread, so the weights are read once at the threads' combined bandwidth. */
 #define MATMUL_X_ROWS 256
-#define MATMUL_W_ROWS 256
+#define MATMUL_W_ROWS 64
 
 /* ---- embedding ---- */
 
@@ -173,19 +176,21 @@ int cpu_rope(const orin_exec *ex, const orin_rope_args *a, orin_dtype dt)
 
 /* ---- matmul ---- */
 
-/* OpenBLAS keeps its own threads; follow runtime.threads, setting it only when
- * it changes (the call is not free). */
-static void blas_set_threads(const orin_device *dev)
+/* OpenBLAS keeps its own threads: `want` of them for f32 (runtime.threads), one
+ * for the f16/bf16 path whose tiles run on our pool. Set only when it changes
+ * (the call is not free). */
+static void blas_set_threads(int want)
 {
     static _Atomic int current;
-    int want = orin_cpu_threads(dev);
     if (current != want) {
         openblas_set_num_threads(want);
         current = want;
     }
 }
 
-/* y[rows, out] (leading dimension ldy) = x[rows, in] . w[out, in]^T + bias. */
+/* y[rows, out] (leading dimension ldy) = x[rows, in] . w[out, in]^T + bias. One row
+ * (a decode step) goes to sgemv: sgemm would first copy all of w into its packed
+ * layout, a second pass over the largest operand for one use of it. */
 static void sgemm_bias(float *y, int ldy, const float *x, const float *w, const float *bias,
                        int rows, int out, int in)
 {
@@ -195,39 +200,132 @@ static void sgemm_bias(float *y, int ldy, const float *x, const float *w, const 
             memcpy(y + (int64_t)r * ldy, bias, (size_t)out * sizeof(float));
         beta = 1.0f;
     }
+    if (rows == 1) {
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, out, in, 1.0f, w, in, x, 1, beta, y, 1);
+        return;
+    }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, out, in, 1.0f, x, in, w, in,
                 beta, y, ldy);
 }
 
-/* f16/bf16: tiles of x and w go through f32 (see MATMUL_X_ROWS above). */
-static int matmul_converted(const orin_matmul_args *a, orin_dtype dt, int64_t n, int64_t in,
-                            int64_t out)
+/* One f16/bf16 matmul; xt holds rows r0..r0+rows-1 of x as f32. */
+struct matmul_job {
+    const orin_matmul_args *a;
+    orin_dtype dt;
+    int64_t in, out, r0;
+    int rows;                /* rows in xt now */
+    int x_rows;              /* rows xt holds at most: min(n, MATMUL_X_ROWS) */
+    const float *xt;
+    float *scratch;          /* per worker: w tile, y tile, bias tile */
+    size_t scratch_floats;   /* per worker */
+};
+
+/* Task t: columns t * MATMUL_W_ROWS.. of y for the rows in xt. */
+static int matmul_w_tile(void *ctx, int worker, int64_t t)
 {
-    size_t floats = (size_t)(MATMUL_X_ROWS + MATMUL_W_ROWS) * in +
-                    (size_t)MATMUL_X_ROWS * MATMUL_W_ROWS + MATMUL_W_ROWS;
+    const struct matmul_job *job = ctx;
+    const orin_matmul_args *a = job->a;
+    orin_dtype dt = job->dt;
+    int64_t in = job->in, c0 = t * MATMUL_W_ROWS;
+    int cols = (int)(job->out - c0 < MATMUL_W_ROWS ? job->out - c0 : MATMUL_W_ROWS);
+    float *wt = job->scratch + (size_t)worker * job->scratch_floats;
+    float *yt = wt + (size_t)MATMUL_W_ROWS * in, *bt = yt + (size_t)job->x_rows * MATMUL_W_ROWS;
+
+    orin_cpu_load_f32(wt, orin_cpu_elem(a->w.data, dt, c0 * in), dt, (size_t)cols * in);
+    if (a->bias.data)
+        orin_cpu_load_f32(bt, orin_cpu_elem(a->bias.data, dt, c0), dt, cols);
+    sgemm_bias(yt, cols, job->xt, wt, a->bias.data ? bt : NULL, job->rows, cols, (int)in);
+    for (int r = 0; r < job->rows; r++)
+        orin_cpu_store_f32(orin_cpu_elem(a->y.data, dt, (job->r0 + r) * job->out + c0), dt,
+                           yt + (int64_t)r * cols, cols);
+    return 0;
+}
+
+/* One row of x (a decode step) with f16/bf16 weights: y[o] = x . w[o] + bias[o],
+ * each row of w widened in registers as it is read (orin_cpu_dot), tiles of
+ * MATMUL_W_ROWS outputs handed out to the op threads. The weights are read once
+ * and nothing is written but y: this is the step bound by memory bandwidth. */
+struct matvec_job {
+    const orin_matmul_args *a;
+    orin_dtype dt;
+    int64_t in, out;
+    const float *x;
+};
+
+static int matvec_w_tile(void *ctx, int worker, int64_t t)
+{
+    (void)worker;
+    const struct matvec_job *job = ctx;
+    const orin_matmul_args *a = job->a;
+    orin_dtype dt = job->dt;
+    int64_t c0 = t * MATMUL_W_ROWS;
+    int cols = (int)(job->out - c0 < MATMUL_W_ROWS ? job->out - c0 : MATMUL_W_ROWS);
+    float y[MATMUL_W_ROWS], bias[MATMUL_W_ROWS];
+    for (int c = 0; c < cols; c++)
+        y[c] = orin_cpu_dot(job->x, orin_cpu_elem(a->w.data, dt, (c0 + c) * job->in), dt,
+                            (size_t)job->in);
+    if (a->bias.data) {
+        orin_cpu_load_f32(bias, orin_cpu_elem(a->bias.data, dt, c0), dt, cols);
+        for (int c = 0; c < cols; c++)
+            y[c] += bias[c];
+    }
+    orin_cpu_store_f32(orin_cpu_elem(a->y.data, dt, c0), dt, y, cols);
+    return 0;
+}
+
+static int matvec_converted(const orin_exec *ex, const orin_matmul_args *a, orin_dtype dt,
+                            int64_t in, int64_t out)
+{
+    int64_t w_tiles = (out + MATMUL_W_ROWS - 1) / MATMUL_W_ROWS;
+    int threads = orin_cpu_threads(ex->device);
+    float *x = malloc((size_t)in * sizeof(float));
+    if (!x)
+        return orin_error_set("matmul (common): out of memory for %lld floats", (long long)in);
+    orin_cpu_load_f32(x, a->x.data, dt, (size_t)in);
+    struct matvec_job job = {.a = a, .dt = dt, .in = in, .out = out, .x = x};
+    int rc = orin_cpu_parallel_for(w_tiles < threads ? (int)w_tiles : threads, w_tiles,
+                                   matvec_w_tile, &job);
+    free(x);
+    return rc;
+}
+
+/* f16/bf16: see MATMUL_X_ROWS above. */
+static int matmul_converted(const orin_exec *ex, const orin_matmul_args *a, orin_dtype dt,
+                            int64_t n, int64_t in, int64_t out)
+{
+    int64_t w_tiles = (out + MATMUL_W_ROWS - 1) / MATMUL_W_ROWS;
+    int threads = orin_cpu_threads(ex->device);
+    int workers = w_tiles < threads ? (int)w_tiles : threads;
+    int x_rows = n < MATMUL_X_ROWS ? (int)n : MATMUL_X_ROWS;
+    struct matmul_job job = {
+        .a = a,
+        .dt = dt,
+        .in = in,
+        .out = out,
+        .x_rows = x_rows,
+        .scratch_floats = (size_t)MATMUL_W_ROWS * in + (size_t)x_rows * MATMUL_W_ROWS +
+                          MATMUL_W_ROWS,
+    };
+    size_t x_floats = (size_t)x_rows * in;
+    size_t floats = x_floats + (size_t)workers * job.scratch_floats;
     float *buf = malloc(floats * sizeof(float));
     if (!buf)
         return orin_error_set("matmul (common): out of memory for %zu bytes of scratch",
                               floats * sizeof(float));
-    float *xt = buf, *wt = xt + (size_t)MATMUL_X_ROWS * in;
-    float *yt = wt + (size_t)MATMUL_W_ROWS * in, *bt = yt + MATMUL_X_ROWS * MATMUL_W_ROWS;
+    float *xt = buf;
+    job.xt = xt;
+    job.scratch = buf + x_floats;
 
-    for (int64_t r0 = 0; r0 < n; r0 += MATMUL_X_ROWS) {
-        int rows = (int)(n - r0 < MATMUL_X_ROWS ? n - r0 : MATMUL_X_ROWS);
-        orin_cpu_load_f32(xt, orin_cpu_elem(a->x.data, dt, r0 * in), dt, (size_t)rows * in);
-        for (int64_t c0 = 0; c0 < out; c0 += MATMUL_W_ROWS) {
-            int cols = (int)(out - c0 < MATMUL_W_ROWS ? out - c0 : MATMUL_W_ROWS);
-            orin_cpu_load_f32(wt, orin_cpu_elem(a->w.data, dt, c0 * in), dt, (size_t)cols * in);
-            if (a->bias.data)
-                orin_cpu_load_f32(bt, orin_cpu_elem(a->bias.data, dt, c0), dt, cols);
-            sgemm_bias(yt, cols, xt, wt, a->bias.data ? bt : NULL, rows, cols, (int)in);
-            for (int r = 0; r < rows; r++)
-                orin_cpu_store_f32(orin_cpu_elem(a->y.data, dt, (r0 + r) * out + c0), dt,
-                                   yt + (int64_t)r * cols, cols);
-        }
+    blas_set_threads(1);
+    int rc = 0;
+    for (int64_t r0 = 0; r0 < n && rc == 0; r0 += MATMUL_X_ROWS) {
+        job.r0 = r0;
+        job.rows = (int)(n - r0 < MATMUL_X_ROWS ? n - r0 : MATMUL_X_ROWS);
+        orin_cpu_load_f32(xt, orin_cpu_elem(a->x.data, dt, r0 * in), dt, (size_t)job.rows * in);
+        rc = orin_cpu_parallel_for(workers, w_tiles, matmul_w_tile, &job);
     }
     free(buf);
-    return 0;
+    return rc;
 }
 
 int cpu_matmul(const orin_exec *ex, const orin_matmul_args *a, orin_dtype dt)
@@ -255,9 +353,11 @@ int cpu_matmul(const orin_exec *ex, const orin_matmul_args *a, orin_dtype dt)
         return orin_error_set("%s: dimensions beyond what BLAS takes (%lld x %lld x %lld)",
                               label, (long long)n, (long long)in, (long long)out);
 
-    blas_set_threads(ex->device);
+    if (dt != ORIN_F32 && n == 1)
+        return matvec_converted(ex, a, dt, in, out);
     if (dt != ORIN_F32)
-        return matmul_converted(a, dt, n, in, out);
+        return matmul_converted(ex, a, dt, n, in, out);
+    blas_set_threads(orin_cpu_threads(ex->device));
     sgemm_bias(a->y.data, (int)out, a->x.data, a->w.data, a->bias.data, (int)n, (int)out,
                (int)in);
     return 0;

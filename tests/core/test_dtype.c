@@ -289,6 +289,40 @@ static void test_convert_arrays(void)
     CHECK(orin_convert(h, ORIN_F16, src, ORIN_F32, 0) == 0, "n = 0");
 }
 
+/* The array path widens f16/bf16 with loops of its own (vectorised blocks and a
+ * scalar tail): every pattern must give the bits of the scalar conversions,
+ * which test_all_f16/test_all_bf16 check against the formats' definitions. The
+ * patterns start one element in and end mid-block, so that unaligned loads,
+ * whole blocks and the tail all run. */
+static void test_widen_arrays_all_patterns(void)
+{
+    enum { PATTERNS = 0x10000, SKEW = 1, TAIL = 5 };
+    static uint16_t src[SKEW + PATTERNS + TAIL];
+    static float dst[SKEW + PATTERNS + TAIL];
+    for (uint32_t i = 0; i < SKEW + PATTERNS + TAIL; i++)
+        src[i] = (uint16_t)(i - SKEW); /* wraps: the tail repeats 0..4 */
+
+    const struct {
+        orin_dtype dt;
+        float (*scalar)(uint16_t);
+        const char *name;
+    } kinds[] = {{ORIN_F16, orin_f16_to_f32, "f16"}, {ORIN_BF16, orin_bf16_to_f32, "bf16"}};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        size_t n = PATTERNS + TAIL;
+        CHECK(orin_convert(dst + SKEW, ORIN_F32, src + SKEW, kinds[k].dt, n) == 0);
+        int bad = 0, first_bad = -1;
+        for (size_t i = SKEW; i < SKEW + n; i++) {
+            if (f32_bits(dst[i]) != f32_bits(kinds[k].scalar(src[i]))) {
+                bad++;
+                if (first_bad < 0)
+                    first_bad = src[i];
+            }
+        }
+        CHECK(bad == 0, "%s -> f32 array: %d patterns differ from the scalar conversion "
+              "(first %04x)", kinds[k].name, bad, first_bad);
+    }
+}
+
 int main(void)
 {
     test_edges();
@@ -297,5 +331,6 @@ int main(void)
     test_all_bf16();
     test_rounding_sample();
     test_convert_arrays();
+    test_widen_arrays_all_patterns();
     return test_finish();
 }

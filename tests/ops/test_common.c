@@ -323,6 +323,10 @@ static void test_matmul(orin_dtype dt)
     for (int bias = 0; bias < 2; bias++) {
         matmul_case(dt, 1, 1, 1, bias);
         matmul_case(dt, 1, 64, 1000, bias);
+        /* One row (decode): f16/bf16 take the widening dot; in = 1000 ends on a
+         * block of 8, in = 67 on a tail of 3 after two blocks of 32. */
+        matmul_case(dt, 1, 1000, 257, bias);
+        matmul_case(dt, 1, 67, 33, bias);
         matmul_case(dt, 7, 129, 33, bias);
         matmul_case(dt, 300, 67, 513, bias); /* past one tile of x rows and of w rows */
         matmul_case(dt, 3, 1000, 257, bias);

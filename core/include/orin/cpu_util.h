@@ -44,6 +44,11 @@ void orin_cpu_load_f32(float *dst, const void *src, orin_dtype dt, size_t n);
 /* dst[0..n) = src[0..n) rounded to dt (f32, f16 or bf16; nearest even). */
 void orin_cpu_store_f32(void *dst, orin_dtype dt, const float *src, size_t n);
 
+/* x[0..n) . w[0..n): x is f32, w is f32, f16 or bf16, widened a block at a time
+ * in registers (no f32 copy of w is written), summed in f32. The order of the
+ * sum depends only on n. */
+float orin_cpu_dot(const float *x, const void *w, orin_dtype dt, size_t n);
+
 /* ---- values in host memory ---- */
 
 /* Every positions[i] (an i32 host tensor) lies in 0..limit-1, where `limit_what`
