@@ -263,28 +263,24 @@ static void store_float(void *dst, orin_dtype dt, size_t i, float v)
     }
 }
 
-/* Widening f16/bf16 arrays is the inner loop of the CPU's f16/bf16 matmul, so
- * the two widening directions get loops of their own, built on the branch-free
- * blocks of dtype_internal.h. Each element gives the same bits as orin_f16_to_f32 /
- * orin_bf16_to_f32 (test_dtype checks all 65536 patterns). */
+/* Widening f16/bf16 arrays is the inner loop of the CPU's f16/bf16 prefill
+ * matmul, so it gets a loop of its own, built on the branch-free blocks of
+ * dtype_internal.h. Each element gives the same bits as orin_f16_to_f32 /
+ * orin_bf16_to_f32 (test_dtype checks all 65536 patterns of both). */
 ORIN_VECTOR_CLONES
-static void widen_bf16(float *restrict dst, const uint16_t *restrict src, size_t n)
+static void widen_to_f32(float *restrict dst, const uint16_t *restrict src, orin_dtype src_dt,
+                         size_t n)
 {
     size_t i = 0;
-    for (; i + ORIN_WIDEN_BLOCK <= n; i += ORIN_WIDEN_BLOCK)
-        orin_widen_bf16_block(dst + i, src + i);
+    if (src_dt == ORIN_BF16) {
+        for (; i + ORIN_WIDEN_BLOCK <= n; i += ORIN_WIDEN_BLOCK)
+            orin_widen_bf16_block(dst + i, src + i);
+    } else {
+        for (; i + ORIN_WIDEN_BLOCK <= n; i += ORIN_WIDEN_BLOCK)
+            orin_widen_f16_block(dst + i, src + i);
+    }
     for (; i < n; i++)
-        dst[i] = orin_bf16_to_f32(src[i]);
-}
-
-ORIN_VECTOR_CLONES
-static void widen_f16(float *restrict dst, const uint16_t *restrict src, size_t n)
-{
-    size_t i = 0;
-    for (; i + ORIN_WIDEN_BLOCK <= n; i += ORIN_WIDEN_BLOCK)
-        orin_widen_f16_block(dst + i, src + i);
-    for (; i < n; i++)
-        dst[i] = orin_f16_to_f32(src[i]);
+        dst[i] = load_float(src, src_dt, i);
 }
 
 int orin_convert(void *dst, orin_dtype dst_dt, const void *src, orin_dtype src_dt, size_t n)
@@ -300,12 +296,8 @@ int orin_convert(void *dst, orin_dtype dst_dt, const void *src, orin_dtype src_d
     if (!is_float_dtype(src_dt) || !is_float_dtype(dst_dt))
         return orin_error_set("convert: unsupported pair %s -> %s", orin_dtype_name(src_dt),
                               orin_dtype_name(dst_dt));
-    if (dst_dt == ORIN_F32 && src_dt == ORIN_BF16) {
-        widen_bf16(dst, src, n);
-        return 0;
-    }
-    if (dst_dt == ORIN_F32 && src_dt == ORIN_F16) {
-        widen_f16(dst, src, n);
+    if (dst_dt == ORIN_F32) { /* from f16 or bf16 */
+        widen_to_f32(dst, src, src_dt, n);
         return 0;
     }
     /* f16 and bf16 widen to f32 exactly, so going through f32 rounds once. */

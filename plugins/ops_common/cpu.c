@@ -20,13 +20,16 @@
 /* Elementwise ops go through f32 in chunks of this many elements. */
 #define ELEMENTWISE_CHUNK 1024
 
-/* The f16/bf16 matmul converts MATMUL_X_ROWS rows of x at a time to f32, then
- * hands out tiles of MATMUL_W_ROWS rows of w to the op threads: each converts its
- * tile to f32 and runs a one-thread sgemm on it. Scratch: X * in floats shared,
- * plus W * in + X * W + W floats per thread (1.06 MiB for in = 4096), X being
- * min(n, MATMUL_X_ROWS). With n <=
- * MATMUL_X_ROWS (every decode step) each row of w is converted exactly once, by
- * one thread, so the weights are read once at the threads' combined bandwidth. */
+/* f16/bf16 matmul, two paths, both over tiles of MATMUL_W_ROWS rows of w (output
+ * columns) handed out to the op threads:
+ *  - one row of x (a decode step, bound by reading the weights): each row of w
+ *    is widened in registers as it is read (orin_cpu_dot); nothing is written
+ *    but y.
+ *  - more rows (prefill): MATMUL_X_ROWS rows of x at a time are converted to
+ *    f32; each thread converts its tile of w and runs a one-thread sgemm on it.
+ *    Scratch: X * in floats shared, plus W * in + X * W + W floats per thread
+ *    (1.06 MiB for in = 4096), X being min(n, MATMUL_X_ROWS). With n <=
+ *    MATMUL_X_ROWS each row of w is converted once. */
 #define MATMUL_X_ROWS 256
 #define MATMUL_W_ROWS 64
 
@@ -208,7 +211,7 @@ static void sgemm_bias(float *y, int ldy, const float *x, const float *w, const 
                 beta, y, ldy);
 }
 
-/* One f16/bf16 matmul; xt holds rows r0..r0+rows-1 of x as f32. */
+/* An f16/bf16 matmul of several rows; xt holds rows r0..r0+rows-1 of x as f32. */
 struct matmul_job {
     const orin_matmul_args *a;
     orin_dtype dt;
@@ -241,10 +244,14 @@ static int matmul_w_tile(void *ctx, int worker, int64_t t)
     return 0;
 }
 
-/* One row of x (a decode step) with f16/bf16 weights: y[o] = x . w[o] + bias[o],
- * each row of w widened in registers as it is read (orin_cpu_dot), tiles of
- * MATMUL_W_ROWS outputs handed out to the op threads. The weights are read once
- * and nothing is written but y: this is the step bound by memory bandwidth. */
+/* Threads for a job of `tiles` tiles of w: runtime.threads, no more than tiles. */
+static int w_tile_workers(const orin_exec *ex, int64_t tiles)
+{
+    int threads = orin_cpu_threads(ex->device);
+    return tiles < threads ? (int)tiles : threads;
+}
+
+/* One row of x with f16/bf16 weights: y[o] = x . w[o] + bias[o]. */
 struct matvec_job {
     const orin_matmul_args *a;
     orin_dtype dt;
@@ -273,29 +280,26 @@ static int matvec_w_tile(void *ctx, int worker, int64_t t)
     return 0;
 }
 
-static int matvec_converted(const orin_exec *ex, const orin_matmul_args *a, orin_dtype dt,
-                            int64_t in, int64_t out)
+static int matvec_widened(const orin_exec *ex, const orin_matmul_args *a, orin_dtype dt,
+                          int64_t in, int64_t out)
 {
     int64_t w_tiles = (out + MATMUL_W_ROWS - 1) / MATMUL_W_ROWS;
-    int threads = orin_cpu_threads(ex->device);
     float *x = malloc((size_t)in * sizeof(float));
     if (!x)
         return orin_error_set("matmul (common): out of memory for %lld floats", (long long)in);
     orin_cpu_load_f32(x, a->x.data, dt, (size_t)in);
     struct matvec_job job = {.a = a, .dt = dt, .in = in, .out = out, .x = x};
-    int rc = orin_cpu_parallel_for(w_tiles < threads ? (int)w_tiles : threads, w_tiles,
-                                   matvec_w_tile, &job);
+    int rc = orin_cpu_parallel_for(w_tile_workers(ex, w_tiles), w_tiles, matvec_w_tile, &job);
     free(x);
     return rc;
 }
 
-/* f16/bf16: see MATMUL_X_ROWS above. */
+/* More rows of x with f16/bf16 weights: see MATMUL_X_ROWS above. */
 static int matmul_converted(const orin_exec *ex, const orin_matmul_args *a, orin_dtype dt,
                             int64_t n, int64_t in, int64_t out)
 {
     int64_t w_tiles = (out + MATMUL_W_ROWS - 1) / MATMUL_W_ROWS;
-    int threads = orin_cpu_threads(ex->device);
-    int workers = w_tiles < threads ? (int)w_tiles : threads;
+    int workers = w_tile_workers(ex, w_tiles);
     int x_rows = n < MATMUL_X_ROWS ? (int)n : MATMUL_X_ROWS;
     struct matmul_job job = {
         .a = a,
@@ -354,7 +358,7 @@ int cpu_matmul(const orin_exec *ex, const orin_matmul_args *a, orin_dtype dt)
                               label, (long long)n, (long long)in, (long long)out);
 
     if (dt != ORIN_F32 && n == 1)
-        return matvec_converted(ex, a, dt, in, out);
+        return matvec_widened(ex, a, dt, in, out);
     if (dt != ORIN_F32)
         return matmul_converted(ex, a, dt, n, in, out);
     blas_set_threads(orin_cpu_threads(ex->device));
