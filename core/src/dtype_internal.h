@@ -1,7 +1,7 @@
-/* Branch-free widening of 8 f16 or bf16 values to f32: the blocks behind
- * orin_convert's f16/bf16 -> f32 loops and orin_cpu_dot. A fixed block of 8 with
- * no branch is what the compiler turns into vector code at -O2 (no -march
- * needed); each lane gives the same bits as orin_f16_to_f32 / orin_bf16_to_f32. */
+/* Branch-free widening of 8 f16 or bf16 values to f32 in vector registers: the
+ * blocks behind orin_convert's f16/bf16 -> f32 loop and orin_cpu_dot. Each lane
+ * gives the same bits as orin_f16_to_f32 / orin_bf16_to_f32, whatever the FPU's
+ * rounding mode or flush-to-zero (the one float product is exact and normal). */
 #ifndef ORIN_DTYPE_INTERNAL_H
 #define ORIN_DTYPE_INTERNAL_H
 

@@ -157,7 +157,6 @@ static uint32_t shift_round_even(uint32_t value, unsigned shift)
     return kept;
 }
 
-
 uint16_t orin_f32_to_f16(float f)
 {
     uint32_t x = float_bits(f);
