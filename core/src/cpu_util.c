@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- threads ---- */
@@ -26,10 +27,24 @@ int orin_cpu_threads(const orin_device *dev)
 
 /* The pool: helper threads started on first use and kept for the life of the
  * process, each waiting for the next job. A job is one parallel_for call; the
- * caller works on it too, as worker 0. Tasks are claimed from an atomic counter. */
+ * caller works on it too, as worker 0. Tasks are claimed from an atomic counter.
+ *
+ * A decode step is a few hundred jobs of tens of microseconds each, about what it
+ * costs to wake a sleeping thread. So helpers, and the caller waiting for them,
+ * first spin for POOL_SPIN_NS watching an atomic, and only then sleep on a
+ * condition variable: back to back jobs never sleep, an idle pool soon does.
+ *
+ * The job word packs the job's generation with its number of helpers, so that a
+ * helper reads both at once: it takes part when its worker number is within the
+ * count. The job's fields are written before the word is published (release)
+ * and read after it is seen (acquire); the next job is published only once every
+ * helper of this one has left it (running back to 0). */
+#define POOL_SPIN_NS 100000
+#define JOB_HELPER_BITS 8 /* > log2(ORIN_CPU_MAX_THREADS) */
+
 struct helper_start {
     int worker;
-    unsigned long generation; /* the job generation current when it was started */
+    uint64_t job; /* the job word current when it was started */
 };
 
 static struct {
@@ -38,13 +53,12 @@ static struct {
     pthread_cond_t done;  /* the last helper left the job */
     int helpers;          /* helper threads started, workers 1..helpers */
     struct helper_start start[ORIN_CPU_MAX_THREADS];
-    unsigned long generation;
+    _Atomic uint64_t job; /* generation << JOB_HELPER_BITS | helpers taking part */
     /* the current job */
     orin_cpu_task_fn fn;
     void *ctx;
     int64_t n_tasks;
-    int job_helpers;      /* helpers taking part: workers 1..job_helpers */
-    int running;          /* helpers still in the job */
+    atomic_int running;   /* helpers still in the job */
     atomic_int_fast64_t next;
     atomic_int failed;
     char error[1024];     /* the first failing task's message */
@@ -57,6 +71,50 @@ static struct {
 /* Held by the thread whose job the pool runs. */
 static pthread_mutex_t pool_busy = PTHREAD_MUTEX_INITIALIZER;
 static _Thread_local bool in_task;
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline void spin_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Spins until done(arg) or POOL_SPIN_NS have passed; returns done(arg). The
+ * clock is read every 64 rounds (a read costs more than a pause). */
+static bool spin_until(bool (*done)(const void *), const void *arg)
+{
+    int64_t deadline = 0;
+    for (unsigned round = 0;; round++) {
+        if (done(arg))
+            return true;
+        if (round % 64 == 0) {
+            int64_t now = now_ns();
+            if (deadline == 0)
+                deadline = now + POOL_SPIN_NS;
+            else if (now >= deadline)
+                return false;
+        }
+        spin_pause();
+    }
+}
+
+static bool job_changed(const void *seen)
+{
+    return atomic_load_explicit(&pool.job, memory_order_acquire) != *(const uint64_t *)seen;
+}
+
+static bool job_finished(const void *unused)
+{
+    (void)unused;
+    return atomic_load_explicit(&pool.running, memory_order_acquire) == 0;
+}
 
 static void run_tasks(int worker)
 {
@@ -74,23 +132,34 @@ static void run_tasks(int worker)
     in_task = false;
 }
 
+/* The next job word after `seen`: spinning first, then asleep. */
+static uint64_t wait_for_job(uint64_t seen)
+{
+    if (!spin_until(job_changed, &seen)) {
+        pthread_mutex_lock(&pool.lock);
+        while (atomic_load_explicit(&pool.job, memory_order_acquire) == seen)
+            pthread_cond_wait(&pool.wake, &pool.lock);
+        pthread_mutex_unlock(&pool.lock);
+    }
+    return atomic_load_explicit(&pool.job, memory_order_acquire);
+}
+
 static void *helper_main(void *arg)
 {
     const struct helper_start *start = arg;
-    unsigned long seen = start->generation;
+    uint64_t seen = start->job;
+    uint64_t helper_mask = (1u << JOB_HELPER_BITS) - 1;
 
-    pthread_mutex_lock(&pool.lock);
     for (;;) {
-        while (pool.generation == seen)
-            pthread_cond_wait(&pool.wake, &pool.lock);
-        seen = pool.generation;
-        if (start->worker > pool.job_helpers)
-            continue;
-        pthread_mutex_unlock(&pool.lock);
+        seen = wait_for_job(seen);
+        if ((uint64_t)start->worker > (seen & helper_mask))
+            continue; /* not in this job */
         run_tasks(start->worker);
-        pthread_mutex_lock(&pool.lock);
-        if (--pool.running == 0)
+        if (atomic_fetch_sub_explicit(&pool.running, 1, memory_order_acq_rel) == 1) {
+            pthread_mutex_lock(&pool.lock);
             pthread_cond_signal(&pool.done);
+            pthread_mutex_unlock(&pool.lock);
+        }
     }
     return NULL;
 }
@@ -105,7 +174,7 @@ static void start_helpers(int want)
     while (pool.helpers < want) {
         struct helper_start *start = &pool.start[pool.helpers];
         start->worker = pool.helpers + 1;
-        start->generation = pool.generation;
+        start->job = atomic_load_explicit(&pool.job, memory_order_relaxed);
         pthread_t tid;
         if (pthread_create(&tid, NULL, helper_main, start) != 0)
             break; /* run with the helpers we have */
@@ -148,20 +217,23 @@ int orin_cpu_parallel_for(int workers, int64_t n_tasks, orin_cpu_task_fn fn, voi
     pool.fn = fn;
     pool.ctx = ctx;
     pool.n_tasks = n_tasks;
-    pool.job_helpers = helpers;
-    pool.running = helpers;
-    atomic_store(&pool.next, 0);
-    atomic_store(&pool.failed, 0);
-    pool.generation++;
+    atomic_store_explicit(&pool.running, helpers, memory_order_relaxed);
+    atomic_store_explicit(&pool.next, 0, memory_order_relaxed);
+    atomic_store_explicit(&pool.failed, 0, memory_order_relaxed);
+    uint64_t generation = atomic_load_explicit(&pool.job, memory_order_relaxed) >> JOB_HELPER_BITS;
+    atomic_store_explicit(&pool.job, (generation + 1) << JOB_HELPER_BITS | (uint64_t)helpers,
+                          memory_order_release);
     pthread_cond_broadcast(&pool.wake);
     pthread_mutex_unlock(&pool.lock);
 
     run_tasks(0);
 
-    pthread_mutex_lock(&pool.lock);
-    while (pool.running > 0)
-        pthread_cond_wait(&pool.done, &pool.lock);
-    pthread_mutex_unlock(&pool.lock);
+    if (!spin_until(job_finished, NULL)) {
+        pthread_mutex_lock(&pool.lock);
+        while (atomic_load_explicit(&pool.running, memory_order_acquire) > 0)
+            pthread_cond_wait(&pool.done, &pool.lock);
+        pthread_mutex_unlock(&pool.lock);
+    }
 
     int rc = 0;
     if (atomic_load(&pool.failed))
@@ -239,8 +311,7 @@ static ORIN_WIDEN_INLINE float dot_of(const float *x, const void *w, orin_dtype 
     return lanes[0];
 }
 
-ORIN_VECTOR_CLONES
-float orin_cpu_dot(const float *x, const void *w, orin_dtype dt, size_t n)
+static ORIN_WIDEN_INLINE float dot_any(const float *x, const void *w, orin_dtype dt, size_t n)
 {
     switch (dt) {
     case ORIN_BF16:
@@ -250,6 +321,22 @@ float orin_cpu_dot(const float *x, const void *w, orin_dtype dt, size_t n)
     default:
         return dot_of(x, w, ORIN_F32, n);
     }
+}
+
+#if ORIN_AVX2_PATH
+ORIN_TARGET_AVX2 static float dot_avx2(const float *x, const void *w, orin_dtype dt, size_t n)
+{
+    return dot_any(x, w, dt, n);
+}
+#endif
+
+float orin_cpu_dot(const float *x, const void *w, orin_dtype dt, size_t n)
+{
+#if ORIN_AVX2_PATH
+    if (orin_cpu_avx2())
+        return dot_avx2(x, w, dt, n);
+#endif
+    return dot_any(x, w, dt, n);
 }
 
 /* ---- values in host memory ---- */

@@ -15,17 +15,21 @@
 #define ORIN_WIDEN_BLOCK 8
 
 /* Loops built on these blocks are compiled twice on x86-64, for the baseline
- * (SSE2: 4 lanes) and for AVX2 (8 lanes), and the loader picks one for the CPU
- * it runs on. Only the vector width differs: both use the same operations in
- * the same order (ISO C mode leaves fused multiply-adds off), so results do not
- * depend on the machine. */
-#if defined(__x86_64__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define ORIN_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
-#endif
-#endif
-#ifndef ORIN_VECTOR_CLONES
-#define ORIN_VECTOR_CLONES
+ * (SSE2: 4 lanes) and for AVX2 (8 lanes, ORIN_TARGET_AVX2), and each call takes
+ * the one the CPU runs (orin_cpu_avx2). Only the vector width differs: both use
+ * the same operations in the same order (ISO C mode leaves fused multiply-adds
+ * off), so results do not depend on the machine. (Not target_clones: its ifunc
+ * resolvers run while the library is relocated, before a sanitizer runtime such
+ * as ThreadSanitizer's is up, and crash there.) */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define ORIN_AVX2_PATH 1
+#define ORIN_TARGET_AVX2 __attribute__((target("avx2")))
+static inline int orin_cpu_avx2(void)
+{
+    return __builtin_cpu_supports("avx2");
+}
+#else
+#define ORIN_AVX2_PATH 0
 #endif
 
 /* Eight lanes as GCC/clang vector types: on the baseline they become two SSE2

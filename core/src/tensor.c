@@ -266,9 +266,8 @@ static void store_float(void *dst, orin_dtype dt, size_t i, float v)
  * matmul, so it gets a loop of its own, built on the branch-free blocks of
  * dtype_internal.h. Each element gives the same bits as orin_f16_to_f32 /
  * orin_bf16_to_f32 (test_dtype checks all 65536 patterns of both). */
-ORIN_VECTOR_CLONES
-static void widen_to_f32(float *restrict dst, const uint16_t *restrict src, orin_dtype src_dt,
-                         size_t n)
+static ORIN_WIDEN_INLINE void widen_any(float *restrict dst, const uint16_t *restrict src,
+                                         orin_dtype src_dt, size_t n)
 {
     size_t i = 0;
     if (src_dt == ORIN_BF16) {
@@ -280,6 +279,26 @@ static void widen_to_f32(float *restrict dst, const uint16_t *restrict src, orin
     }
     for (; i < n; i++)
         dst[i] = load_float(src, src_dt, i);
+}
+
+#if ORIN_AVX2_PATH
+ORIN_TARGET_AVX2 static void widen_avx2(float *restrict dst, const uint16_t *restrict src,
+                                        orin_dtype src_dt, size_t n)
+{
+    widen_any(dst, src, src_dt, n);
+}
+#endif
+
+static void widen_to_f32(float *restrict dst, const uint16_t *restrict src, orin_dtype src_dt,
+                         size_t n)
+{
+#if ORIN_AVX2_PATH
+    if (orin_cpu_avx2()) {
+        widen_avx2(dst, src, src_dt, n);
+        return;
+    }
+#endif
+    widen_any(dst, src, src_dt, n);
 }
 
 int orin_convert(void *dst, orin_dtype dst_dt, const void *src, orin_dtype src_dt, size_t n)
