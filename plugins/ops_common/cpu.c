@@ -24,8 +24,8 @@
  * columns) handed out to the op threads (OpenBLAS itself runs one thread: two
  * pools of spinning threads would fight over the cores). Two paths:
  *  - one row of x (a decode step, bound by reading the weights): each row of w
- *    is read once, f16/bf16 widened in registers (orin_cpu_dot); nothing is
- *    written but y.
+ *    is read once, f16/bf16 widened in registers (orin_cpu_dot), f32 by a
+ *    one-thread sgemv per tile; nothing is written but y.
  *  - more rows (prefill): a one-thread sgemm per tile, on MATMUL_X_ROWS rows of
  *    x at a time. f32 runs in place; f16/bf16 convert x's rows once (shared) and
  *    each thread its tile of w. Their scratch: X * in floats shared, plus
