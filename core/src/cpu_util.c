@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -324,6 +325,19 @@ static ORIN_WIDEN_INLINE float dot_any(const float *x, const void *w, orin_dtype
 }
 
 #if ORIN_AVX2_PATH
+int orin_cpu_avx2(void)
+{
+    static atomic_int cached = -1;
+    int avx2 = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (avx2 < 0) {
+        const char *off = getenv("ORIN_CPU_NO_AVX2");
+        bool forced_off = off && *off && strcmp(off, "0") != 0;
+        avx2 = !forced_off && __builtin_cpu_supports("avx2");
+        atomic_store_explicit(&cached, avx2, memory_order_relaxed);
+    }
+    return avx2;
+}
+
 ORIN_TARGET_AVX2 static float dot_avx2(const float *x, const void *w, orin_dtype dt, size_t n)
 {
     return dot_any(x, w, dt, n);

@@ -24,10 +24,10 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #define ORIN_AVX2_PATH 1
 #define ORIN_TARGET_AVX2 __attribute__((target("avx2")))
-static inline int orin_cpu_avx2(void)
-{
-    return __builtin_cpu_supports("avx2");
-}
+/* True when the CPU has AVX2 and the environment does not set ORIN_CPU_NO_AVX2
+ * (to a value other than 0): the tests run the baseline path that way too.
+ * Decided on the first call (cpu_util.c). */
+int orin_cpu_avx2(void);
 #else
 #define ORIN_AVX2_PATH 0
 #endif

@@ -238,13 +238,18 @@ static int matvec(const orin_exec *ex, const orin_matmul_args *a, orin_dtype dt,
                   int64_t out)
 {
     int64_t w_tiles = (out + MATMUL_W_ROWS - 1) / MATMUL_W_ROWS;
-    float *x = malloc((size_t)in * sizeof(float));
-    if (!x)
-        return orin_error_set("matmul (common): out of memory for %lld floats", (long long)in);
-    orin_cpu_load_f32(x, a->x.data, dt, (size_t)in);
-    struct matvec_job job = {.a = a, .dt = dt, .in = in, .out = out, .x = x};
+    struct matvec_job job = {.a = a, .dt = dt, .in = in, .out = out, .x = a->x.data};
+    float *converted = NULL; /* x as f32, for f16/bf16 (f32 is used in place) */
+    if (dt != ORIN_F32) {
+        converted = malloc((size_t)in * sizeof(float));
+        if (!converted)
+            return orin_error_set("matmul (common): out of memory for %lld floats",
+                                  (long long)in);
+        orin_cpu_load_f32(converted, a->x.data, dt, (size_t)in);
+        job.x = converted;
+    }
     int rc = orin_cpu_parallel_for(w_tile_workers(ex, w_tiles), w_tiles, matvec_w_tile, &job);
-    free(x);
+    free(converted);
     return rc;
 }
 
