@@ -109,16 +109,6 @@ static int alloc_tensor(orin_model *m, orin_tensor *t, orin_dtype dt, int ndim,
 
 /* ---- weights ------------------------------------------------------------------ */
 
-static const char *shape_str(char *buf, size_t cap, int ndim, const int64_t *dims)
-{
-    size_t off = (size_t)snprintf(buf, cap, "[");
-    for (int i = 0; i < ndim && off < cap; i++)
-        off += (size_t)snprintf(buf + off, cap - off, "%s%lld", i ? ", " : "", (long long)dims[i]);
-    if (off < cap)
-        snprintf(buf + off, cap - off, "]");
-    return buf;
-}
-
 /* Uploads `src` converted to the compute dtype into a new device tensor. */
 static int upload_converted(orin_model *m, const orin_st_tensor *src, orin_tensor *out)
 {
@@ -156,8 +146,8 @@ static int load_weight(orin_model *m, const orin_st_archive *ar, const char *mod
         same = st->shape[i] == dims[i];
     if (!same)
         return orin_error_set("%s: tensor '%s' has shape %s, config.json implies %s", st->file,
-                              name, shape_str(have, sizeof have, st->ndim, st->shape),
-                              shape_str(want, sizeof want, ndim, dims));
+                              name, orin_shape_str(have, sizeof have, st->ndim, st->shape),
+                              orin_shape_str(want, sizeof want, ndim, dims));
     if (!st->dtype_known ||
         (st->dtype != ORIN_F32 && st->dtype != ORIN_F16 && st->dtype != ORIN_BF16))
         return orin_error_set("%s: tensor '%s' has dtype %s; expected F32, F16 or BF16", st->file,

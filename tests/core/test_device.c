@@ -14,7 +14,8 @@ static void test_host(void)
     orin_device *cpu = orin_device_cpu();
     CHECK(cpu && cpu == orin_device_cpu(), "a singleton");
     CHECK(cpu->kind == ORIN_DEVICE_CPU && strcmp(cpu->name, "cpu") == 0);
-    CHECK(cpu->ops && cpu->ops->version == 1 && cpu->stream == NULL);
+    CHECK(cpu->ops && cpu->ops->version == ORIN_DEVICE_OPS_VERSION && cpu->stream == NULL);
+    CHECK(cpu->ops->upload && cpu->ops->mem_info == NULL, "host: upload, no mem_info");
     CHECK(orin_device_open("cpu") == cpu, "open(\"cpu\") is the singleton");
 
     const size_t sizes[] = {0, 1, 63, 64, 65, 1000, 1 << 20};
@@ -39,6 +40,73 @@ static void test_host(void)
     orin_device_close(cpu); /* the singleton survives */
     CHECK(orin_device_cpu()->ops == cpu->ops);
     orin_device_close(NULL);
+}
+
+/* Source values of dtype dt for the upload tests: every bit pattern of the
+ * 16-bit dtypes in turn (NaNs, infinities and subnormals among them), random
+ * bits for f32, with some f32 values that overflow f16 or sit on rounding ties. */
+static void fill_patterns(void *src, orin_dtype dt, size_t n)
+{
+    uint64_t state = 99;
+    for (size_t i = 0; i < n; i++) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        if (dt == ORIN_F32) {
+            uint32_t bits = (uint32_t)(state >> 32);
+            if (i % 7 == 0) /* a value f16 and bf16 must round: a tie or near one */
+                bits = (bits & 0xc7ffe000u) | 0x00001000u;
+            memcpy((float *)src + i, &bits, 4);
+        } else {
+            ((uint16_t *)src)[i] = (uint16_t)(i * 40503u);
+        }
+    }
+}
+
+/* dst as written by dev->ops->upload equals orin_convert of the same source,
+ * bit for bit (any NaN for a NaN). */
+static int count_upload_mismatches(const void *want, const void *got, orin_dtype dt, size_t n)
+{
+    int bad = 0;
+    size_t size = orin_dtype_size(dt);
+    for (size_t i = 0; i < n; i++) {
+        const char *w = (const char *)want + i * size, *g = (const char *)got + i * size;
+        if (memcmp(w, g, size) == 0)
+            continue;
+        float wf, gf;
+        orin_convert(&wf, ORIN_F32, w, dt, 1);
+        orin_convert(&gf, ORIN_F32, g, dt, 1);
+        if (!(wf != wf && gf != gf) && bad++ < 3)
+            fprintf(stderr, "element %zu: got %g, want %g\n", i, gf, wf);
+    }
+    return bad;
+}
+
+/* Every (source, destination) pair of f32, f16 and bf16, over more elements
+ * than one staging buffer holds (so chunks and both buffers are used). */
+static void test_upload(orin_device *dev, size_t n)
+{
+    static const orin_dtype dts[] = {ORIN_F32, ORIN_F16, ORIN_BF16};
+    void *src = malloc(n * 4), *want = malloc(n * 4), *got = malloc(n * 4);
+    void *on_dev = dev->ops->alloc(dev, n * 4);
+    CHECK(src && want && got && on_dev, "allocs: %s", orin_error());
+    for (int s = 0; s < 3 && on_dev; s++) {
+        fill_patterns(src, dts[s], n);
+        for (int d = 0; d < 3; d++) {
+            size_t bytes = n * orin_dtype_size(dts[d]);
+            CHECK(orin_convert(want, dts[d], src, dts[s], n) == 0);
+            memset(got, 0x11, bytes);
+            CHECK(dev->ops->upload(dev, on_dev, dts[d], src, dts[s], n) == 0, "%s", orin_error());
+            CHECK(dev->ops->copy_d2h(dev, got, on_dev, bytes) == 0, "%s", orin_error());
+            int bad = count_upload_mismatches(want, got, dts[d], n);
+            CHECK(bad == 0, "%s upload %s -> %s: %d of %zu elements differ from orin_convert",
+                  dev->name, orin_dtype_name(dts[s]), orin_dtype_name(dts[d]), bad, n);
+        }
+    }
+    CHECK(dev->ops->upload(dev, on_dev, ORIN_F16, NULL, ORIN_F32, 4) == -1 &&
+          strstr(orin_error(), "NULL"), "upload from NULL: %s", orin_error());
+    dev->ops->free(dev, on_dev);
+    free(src);
+    free(want);
+    free(got);
 }
 
 static void test_open_errors(void)
@@ -104,6 +172,12 @@ static void test_cuda(void)
     free(host);
     free(back);
 
+    /* 32 MiB staging buffers: 8 Mi f32 per chunk; 2.5 chunks of f32 */
+    test_upload(dev, (size_t)20 << 20 | 12345);
+    size_t free_b = 0, total_b = 0;
+    CHECK(dev->ops->mem_info && dev->ops->mem_info(dev, &free_b, &total_b) == 0 && free_b > 0 &&
+              free_b <= total_b, "mem_info: %zu free of %zu: %s", free_b, total_b, orin_error());
+
     /* Asking for far more than any GPU has fails with a message, not a crash. */
     void *huge = dev->ops->alloc(dev, (size_t)1 << 50);
     CHECK(huge == NULL && strstr(orin_error(), "cudaMalloc"), "huge: %s", orin_error());
@@ -130,6 +204,7 @@ int main(int argc, char **argv)
         return test_finish();
     }
     test_host();
+    test_upload(orin_device_cpu(), 70001);
     test_open_errors();
     if (orin_cuda_available())
         printf("a GPU is visible: the no-GPU checks are skipped (run with --cuda)\n");

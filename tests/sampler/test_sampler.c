@@ -1,4 +1,4 @@
-/* sampler.*: the token sampler (core/src/sampler.c).
+/* sampler.*: the token sampler (core/src/model/sampler.c).
  *
  *   greedy   temperature 0 and top_k 1 are the argmax (lowest id on ties, NaN skipped)
  *   seed     the same seed gives the same tokens; the draw is splitmix64 +

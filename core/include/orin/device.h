@@ -16,7 +16,7 @@ extern "C" {
 typedef struct orin_device orin_device;
 
 typedef struct orin_device_ops {
-    int version; /* 1 */
+    int version; /* ORIN_DEVICE_OPS_VERSION */
     void *(*alloc)(orin_device *dev, size_t bytes);       /* NULL on failure */
     void (*free)(orin_device *dev, void *ptr);
     int (*copy_h2d)(orin_device *dev, void *dst, const void *src, size_t bytes);
@@ -25,7 +25,18 @@ typedef struct orin_device_ops {
     int (*memset)(orin_device *dev, void *dst, int value, size_t bytes);
     int (*synchronize)(orin_device *dev);
     void (*destroy)(orin_device *dev);
+    /* ---- version 2 ---- */
+    /* dst[0..n) (device, dst_dt) = src[0..n) (host, src_dt) converted, f32, f16
+     * and bf16 in any pair (round to nearest even, as torch). Returns once done,
+     * so src may be unmapped at once. The weights' way onto the device. */
+    int (*upload)(orin_device *dev, void *dst, orin_dtype dst_dt, const void *src,
+                  orin_dtype src_dt, size_t n);
+    /* Free and total bytes of the device's memory; NULL when the device cannot
+     * tell (the host: the page cache and mmap'd weights make "free" moot). */
+    int (*mem_info)(orin_device *dev, size_t *free_bytes, size_t *total_bytes);
 } orin_device_ops;
+
+#define ORIN_DEVICE_OPS_VERSION 2
 
 struct orin_device {
     const orin_device_ops *ops;

@@ -56,6 +56,9 @@ orin_tensor orin_tensor_make(void *data, orin_dtype dt, orin_device_kind dev, in
 int64_t orin_tensor_numel(const orin_tensor *t);
 size_t orin_tensor_nbytes(const orin_tensor *t);
 bool orin_tensor_is_contiguous(const orin_tensor *t);
+/* "[4, 128]": dims[0..ndim) written into buf (truncated to cap); returns buf.
+ * For error messages; orin_shape_str(buf, cap, t->ndim, t->shape) for a tensor. */
+const char *orin_shape_str(char *buf, size_t cap, int ndim, const int64_t *dims);
 
 /* Scalar conversions, round-to-nearest-even, NaN stays NaN (quiet), overflow
  * goes to inf, subnormals are kept. */

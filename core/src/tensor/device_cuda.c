@@ -1,17 +1,34 @@
-/* The CUDA device, on the CUDA runtime API (plain C; no kernels here).
+/* The CUDA device, on the CUDA runtime API (plain C; its one kernel, the dtype
+ * conversion of uploads, is in convert_cuda.cu).
  *
  * Every operation runs on the device's own non-blocking stream, so that work on
  * it is ordered and nothing waits on the legacy default stream. Host-to-device
  * and device-to-host copies return only once done: the caller may reuse or read
  * its host buffer at once, and it may be pageable. Device-to-device copies and
- * memsets are queued on the stream like kernels; synchronize() waits for them. */
+ * memsets are queued on the stream like kernels; synchronize() waits for them.
+ *
+ * upload() moves weights: the host copies a chunk from the (mmap'd) source into
+ * one of two pinned staging buffers while the GPU copies the previous chunk out
+ * of the other, then converts it on the GPU when the dtypes differ. The staging
+ * buffers are made at the first upload and kept until the device closes. */
 #include "orin/device.h"
 #include "orin/error.h"
-#include "../device_internal.h"
+#include "device_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <cuda_runtime_api.h>
+
+/* Bytes of one pinned staging buffer (two of them), and of the device buffer a
+ * converted chunk lands in first. */
+#define STAGING_BYTES (32u << 20)
+
+typedef struct cuda_state {
+    void *pinned[2];          /* host, page-locked */
+    cudaEvent_t copied[2];    /* pinned[i] may be refilled once this fires */
+    void *raw;                /* device: a chunk in its source dtype, before conversion */
+} cuda_state;
 
 /* Records a failed CUDA call as "cuda:N: what: reason" and clears the runtime's
  * last error so that a later unrelated call does not report it again. */
@@ -127,9 +144,106 @@ static int cuda_synchronize(orin_device *dev)
     return 0;
 }
 
+/* ---- uploads ---- */
+
+static void staging_free(cuda_state *st)
+{
+    if (!st)
+        return;
+    for (int i = 0; i < 2; i++) {
+        if (st->pinned[i] && cudaFreeHost(st->pinned[i]) != cudaSuccess)
+            (void)cudaGetLastError();
+        if (st->copied[i] && cudaEventDestroy(st->copied[i]) != cudaSuccess)
+            (void)cudaGetLastError();
+    }
+    if (st->raw && cudaFree(st->raw) != cudaSuccess)
+        (void)cudaGetLastError();
+    free(st);
+}
+
+static cuda_state *staging(orin_device *dev)
+{
+    if (dev->impl)
+        return dev->impl;
+    cuda_state *st = calloc(1, sizeof *st);
+    if (!st) {
+        orin_error_set("cuda:%d: out of memory", dev->index);
+        return NULL;
+    }
+    cudaError_t err = cudaSuccess;
+    for (int i = 0; i < 2 && err == cudaSuccess; i++) {
+        err = cudaHostAlloc(&st->pinned[i], STAGING_BYTES, cudaHostAllocDefault);
+        if (err == cudaSuccess)
+            err = cudaEventCreateWithFlags(&st->copied[i], cudaEventDisableTiming);
+    }
+    if (err == cudaSuccess)
+        err = cudaMalloc(&st->raw, STAGING_BYTES);
+    if (err != cudaSuccess) {
+        cuda_fail(dev, "staging buffers for uploads", err);
+        staging_free(st);
+        return NULL;
+    }
+    dev->impl = st;
+    return st;
+}
+
+static int cuda_upload(orin_device *dev, void *dst, orin_dtype dst_dt, const void *src,
+                       orin_dtype src_dt, size_t n)
+{
+    if (!n)
+        return 0;
+    if (!dst || !src)
+        return orin_error_set("cuda:%d: upload of %zu elements with a NULL pointer", dev->index, n);
+    cuda_state *st = staging(dev);
+    if (!st)
+        return -1;
+    const size_t src_size = orin_dtype_size(src_dt), dst_size = orin_dtype_size(dst_dt);
+    const size_t chunk = STAGING_BYTES / src_size; /* elements per chunk */
+    const bool convert = src_dt != dst_dt;
+    cudaStream_t stream = stream_of(dev);
+    cudaError_t err = cudaSuccess;
+    int rc = 0;
+    for (size_t done = 0, i = 0; done < n && rc == 0; done += chunk, i ^= 1) {
+        size_t count = n - done < chunk ? n - done : chunk;
+        /* pinned[i] was last used two chunks ago: wait until the GPU read it */
+        err = cudaEventSynchronize(st->copied[i]);
+        if (err != cudaSuccess)
+            break;
+        memcpy(st->pinned[i], (const char *)src + done * src_size, count * src_size);
+        void *to = convert ? st->raw : (char *)dst + done * dst_size;
+        err = cudaMemcpyAsync(to, st->pinned[i], count * src_size, cudaMemcpyHostToDevice, stream);
+        if (err == cudaSuccess)
+            err = cudaEventRecord(st->copied[i], stream);
+        if (err != cudaSuccess)
+            break;
+        if (convert)
+            rc = orin_cuda_convert((char *)dst + done * dst_size, dst_dt, st->raw, src_dt, count,
+                                   stream);
+    }
+    if (rc != 0)
+        return orin_error_prefix("cuda:%d: upload: ", dev->index);
+    if (err == cudaSuccess)
+        err = cudaStreamSynchronize(stream);
+    if (err != cudaSuccess)
+        return cuda_fail(dev, "upload", err);
+    return 0;
+}
+
+static int cuda_mem_info(orin_device *dev, size_t *free_bytes, size_t *total_bytes)
+{
+    cudaError_t err = cudaSetDevice(dev->index);
+    if (err == cudaSuccess)
+        err = cudaMemGetInfo(free_bytes, total_bytes);
+    if (err != cudaSuccess)
+        return cuda_fail(dev, "cudaMemGetInfo", err);
+    return 0;
+}
+
 static void cuda_destroy(orin_device *dev)
 {
     cudaError_t err = cudaStreamSynchronize(stream_of(dev));
+    staging_free(dev->impl);
+    dev->impl = NULL;
     if (err == cudaSuccess)
         err = cudaStreamDestroy(stream_of(dev));
     if (err != cudaSuccess) {
@@ -140,7 +254,7 @@ static void cuda_destroy(orin_device *dev)
 }
 
 static const orin_device_ops cuda_ops = {
-    .version = 1,
+    .version = ORIN_DEVICE_OPS_VERSION,
     .alloc = cuda_alloc,
     .free = cuda_free,
     .copy_h2d = cuda_copy_h2d,
@@ -149,6 +263,8 @@ static const orin_device_ops cuda_ops = {
     .memset = cuda_memset,
     .synchronize = cuda_synchronize,
     .destroy = cuda_destroy,
+    .upload = cuda_upload,
+    .mem_info = cuda_mem_info,
 };
 
 /* Peak bandwidth from the memory clock (kHz) and bus width (bits), both double

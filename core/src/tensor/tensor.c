@@ -6,6 +6,7 @@
 #include "orin/error.h"
 #include "dtype_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const struct {
@@ -117,6 +118,18 @@ size_t orin_tensor_nbytes(const orin_tensor *t)
 
 /* Row-major with no gaps. A dimension of size 1 may carry any stride: it is
  * never stepped over. */
+const char *orin_shape_str(char *buf, size_t cap, int ndim, const int64_t *dims)
+{
+    if (!cap)
+        return buf;
+    size_t off = (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < ndim && off < cap; i++)
+        off += (size_t)snprintf(buf + off, cap - off, "%s%lld", i ? ", " : "", (long long)dims[i]);
+    if (off < cap)
+        snprintf(buf + off, cap - off, "]");
+    return buf;
+}
+
 bool orin_tensor_is_contiguous(const orin_tensor *t)
 {
     if (!t || t->ndim < 0 || t->ndim > ORIN_MAX_DIMS)

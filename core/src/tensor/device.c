@@ -59,8 +59,19 @@ static int host_synchronize(orin_device *dev)
     return 0; /* host ops run to completion before they return */
 }
 
+static int host_upload(orin_device *dev, void *dst, orin_dtype dst_dt, const void *src,
+                       orin_dtype src_dt, size_t n)
+{
+    if (n && (!dst || !src))
+        return orin_error_set("cpu: upload of %zu elements with a NULL pointer", n);
+    if (orin_convert(dst, dst_dt, src, src_dt, n) != 0)
+        return orin_error_set("cpu: cannot convert %s to %s", orin_dtype_name(src_dt),
+                              orin_dtype_name(dst_dt));
+    return 0;
+}
+
 static const orin_device_ops host_ops = {
-    .version = 1,
+    .version = ORIN_DEVICE_OPS_VERSION,
     .alloc = host_alloc,
     .free = host_free,
     .copy_h2d = host_copy,
@@ -69,6 +80,8 @@ static const orin_device_ops host_ops = {
     .memset = host_memset,
     .synchronize = host_synchronize,
     .destroy = NULL, /* the singleton lives as long as the process */
+    .upload = host_upload,
+    .mem_info = NULL,
 };
 
 static orin_device host_device = {

@@ -1,0 +1,217 @@
+/* Helpers for CUDA op implementations: the CUDA twin of orin/cpu_util.h.
+ *
+ * Include from .cu files only (CUDA C++). A plugin's kernels live in its .cu
+ * files behind extern "C" entry points; its plugin.c registers them for
+ * ORIN_DEVICE_CUDA where ORIN_HAVE_CUDA is defined. What is here:
+ *   - dtypes: the CUDA type of each orin float dtype, conversions through f32
+ *     (round to nearest even, as torch), and a dispatch macro;
+ *   - 16-byte vector loads and stores that widen to / round from f32;
+ *   - warp and block reductions;
+ *   - checked launches: an error naming the op, provider, dtype and shapes;
+ *   - the stream and multiprocessor count of the exec's device.
+ * Everything is header-only (inline), so plugins link nothing of it. */
+#ifndef ORIN_CUDA_UTIL_CUH
+#define ORIN_CUDA_UTIL_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "orin/error.h"
+#include "orin/registry.h"
+#include "orin/tensor.h"
+
+/* ---- dtypes ---- */
+
+/* The storage type of each float dtype. */
+template <orin_dtype DT> struct orin_cu_type;
+template <> struct orin_cu_type<ORIN_F32> { typedef float type; };
+template <> struct orin_cu_type<ORIN_F16> { typedef __half type; };
+template <> struct orin_cu_type<ORIN_BF16> { typedef __nv_bfloat16 type; };
+
+__device__ __forceinline__ float orin_cu_f32(float x) { return x; }
+__device__ __forceinline__ float orin_cu_f32(__half x) { return __half2float(x); }
+__device__ __forceinline__ float orin_cu_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+/* f32 to T, round to nearest even; NaN stays NaN, overflow goes to inf. */
+template <typename T> __device__ __forceinline__ T orin_cu_from_f32(float x);
+template <> __device__ __forceinline__ float orin_cu_from_f32<float>(float x) { return x; }
+template <> __device__ __forceinline__ __half orin_cu_from_f32<__half>(float x)
+{
+    return __float2half_rn(x);
+}
+template <> __device__ __forceinline__ __nv_bfloat16 orin_cu_from_f32<__nv_bfloat16>(float x)
+{
+    return __float2bfloat16_rn(x);
+}
+
+/* Runs the statements after `dt` with T typedef'd to its storage type; any other
+ * dtype makes the enclosing function return an error naming `label`.
+ *     ORIN_CU_DISPATCH(dt, label, T, return launch_rmsnorm<T>(...));            */
+#define ORIN_CU_DISPATCH(dt, label, T, ...)                                         \
+    switch (dt) {                                                                   \
+    case ORIN_F32: {                                                                \
+        typedef float T;                                                            \
+        __VA_ARGS__;                                                                \
+    } break;                                                                        \
+    case ORIN_F16: {                                                                \
+        typedef __half T;                                                           \
+        __VA_ARGS__;                                                                \
+    } break;                                                                        \
+    case ORIN_BF16: {                                                               \
+        typedef __nv_bfloat16 T;                                                    \
+        __VA_ARGS__;                                                                \
+    } break;                                                                        \
+    default:                                                                        \
+        return orin_error_set("%s: dtype %s is not supported on cuda", label,       \
+                              orin_dtype_name(dt));                                 \
+    }
+
+/* ---- 16-byte vectors ---- */
+
+/* Elements of T in one 16-byte access: 4 floats, 8 halves. */
+template <typename T> struct orin_cu_vec {
+    static constexpr int n = 16 / (int)sizeof(T);
+};
+
+__host__ __device__ __forceinline__ bool orin_cu_aligned16(const void *p)
+{
+    return ((uintptr_t)p & 15u) == 0;
+}
+
+/* out[0..N) = p[0..N) widened to f32, one 16-byte load (p 16-byte aligned). */
+template <typename T>
+__device__ __forceinline__ void orin_cu_load16(const T *p, float (&out)[orin_cu_vec<T>::n])
+{
+    uint4 raw = *reinterpret_cast<const uint4 *>(p);
+    const T *e = reinterpret_cast<const T *>(&raw);
+#pragma unroll
+    for (int i = 0; i < orin_cu_vec<T>::n; i++)
+        out[i] = orin_cu_f32(e[i]);
+}
+
+/* p[0..N) = in[0..N) rounded to T, one 16-byte store (p 16-byte aligned). */
+template <typename T>
+__device__ __forceinline__ void orin_cu_store16(T *p, const float (&in)[orin_cu_vec<T>::n])
+{
+    uint4 raw;
+    T *e = reinterpret_cast<T *>(&raw);
+#pragma unroll
+    for (int i = 0; i < orin_cu_vec<T>::n; i++)
+        e[i] = orin_cu_from_f32<T>(in[i]);
+    *reinterpret_cast<uint4 *>(p) = raw;
+}
+
+/* ---- reductions ---- */
+
+__device__ __forceinline__ float orin_cu_warp_sum(float v)
+{
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, off);
+    return v;
+}
+
+/* Max over the warp; NaN wins (fmaxf would drop it), as orin's argmax and
+ * softmax want a NaN to show rather than vanish. */
+__device__ __forceinline__ float orin_cu_warp_max(float v)
+{
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+        float o = __shfl_xor_sync(0xffffffffu, v, off);
+        v = (o > v || o != o) ? o : v;
+    }
+    return v;
+}
+
+/* Sum over a block of blockDim.x threads (a multiple of 32, at most 1024);
+ * every thread gets the result. `scratch` is 32 floats of shared memory; the
+ * call ends with a barrier, so scratch may be reused right after. */
+__device__ __forceinline__ float orin_cu_block_sum(float v, float *scratch)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int warps = (int)(blockDim.x >> 5);
+    v = orin_cu_warp_sum(v);
+    if (lane == 0)
+        scratch[warp] = v;
+    __syncthreads();
+    v = lane < warps ? scratch[lane] : 0.0f;
+    v = orin_cu_warp_sum(v);
+    __syncthreads();
+    return v;
+}
+
+/* Max over the block, NaN-propagating; same contract as orin_cu_block_sum. */
+__device__ __forceinline__ float orin_cu_block_max(float v, float *scratch)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int warps = (int)(blockDim.x >> 5);
+    v = orin_cu_warp_max(v);
+    if (lane == 0)
+        scratch[warp] = v;
+    __syncthreads();
+    v = lane < warps ? scratch[lane] : -INFINITY;
+    v = orin_cu_warp_max(v);
+    __syncthreads();
+    return v;
+}
+
+/* ---- the exec's device ---- */
+
+static inline cudaStream_t orin_cu_stream(const orin_exec *ex)
+{
+    return (cudaStream_t)ex->device->stream;
+}
+
+/* Multiprocessors of the exec's GPU (cached per ordinal; 1 if unknown). */
+static inline int orin_cu_sm_count(const orin_exec *ex)
+{
+    static int cached[16];
+    int index = ex->device->index;
+    if (index >= 0 && index < 16 && cached[index] > 0)
+        return cached[index];
+    int n = 0;
+    if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, index) != cudaSuccess) {
+        (void)cudaGetLastError();
+        n = 1;
+    }
+    if (index >= 0 && index < 16)
+        cached[index] = n;
+    return n;
+}
+
+/* ---- checked launches ---- */
+
+/* Call right after a launch (or a run of launches): 0, or -1 with
+ *   "<label> <dtype>: launch failed: <reason> (<shapes>)"
+ * where label names the op and provider ("rmsnorm (common)") and the shapes are
+ * printf-formatted by the caller. */
+static inline int orin_cu_launched(const char *label, orin_dtype dt, const char *shapes_fmt,
+                                   ...) ORIN_PRINTF(3, 4);
+static inline int orin_cu_launched(const char *label, orin_dtype dt, const char *shapes_fmt, ...)
+{
+    cudaError_t err = cudaGetLastError();
+    if (err == cudaSuccess)
+        return 0;
+    char shapes[256];
+    va_list ap;
+    va_start(ap, shapes_fmt);
+    vsnprintf(shapes, sizeof shapes, shapes_fmt, ap);
+    va_end(ap);
+    return orin_error_set("%s %s: launch failed: %s (%s)", label, orin_dtype_name(dt),
+                          cudaGetErrorString(err), shapes);
+}
+
+/* A CUDA runtime call inside an op: 0, or -1 with "<label>: <what>: <reason>". */
+static inline int orin_cu_call(const char *label, const char *what, cudaError_t err)
+{
+    if (err == cudaSuccess)
+        return 0;
+    (void)cudaGetLastError();
+    return orin_error_set("%s: %s: %s", label, what, cudaGetErrorString(err));
+}
+
+#endif
