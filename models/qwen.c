@@ -261,22 +261,43 @@ const char *const orin_model_ops[] = {
     ORIN_OP_ADD, ORIN_OP_KV_WRITE, ORIN_OP_ATTENTION_PREFILL, ORIN_OP_ATTENTION_DECODE, NULL,
 };
 
+/* A call struct shaped like the model's attention calls (no data), so that a
+ * provider without a kernel for this head_dim or group size can decline it at
+ * bind time (orin_op_impl.supports) instead of failing at the first step. */
+static orin_attention_args attention_probe(const orin_model *m)
+{
+    const orin_model_config *c = &m->cfg;
+    const int64_t dims[3] = {1, c->num_attention_heads, c->head_dim};
+    return (orin_attention_args){
+        .q = orin_tensor_make(NULL, m->dtype, m->dev->kind, 3, dims),
+        .out = orin_tensor_make(NULL, m->dtype, m->dev->kind, 3, dims),
+        .positions = orin_tensor_make(NULL, ORIN_I32, m->dev->kind, 1, dims),
+        .cache = {.dtype = m->dtype, .n_kv_heads = c->num_key_value_heads,
+                  .head_dim = c->head_dim, .pos_stride = (int64_t)c->num_key_value_heads *
+                  c->head_dim, .head_stride = c->head_dim, .capacity = m->context},
+        .scale = (float)(1.0 / sqrt((double)c->head_dim)),
+        .max_kv_len = m->context,
+    };
+}
+
 static int bind_ops(orin_model *m, const orin_model_options *opt)
 {
+    const orin_attention_args probe = attention_probe(m);
     struct {
         const char *op;
         const orin_op_impl **dst;
         const char *provider;
+        const void *args;
     } table[] = {
-        {ORIN_OP_EMBEDDING, &m->op.embedding, NULL},
-        {ORIN_OP_RMSNORM, &m->op.rmsnorm, NULL},
-        {ORIN_OP_ROPE, &m->op.rope, NULL},
-        {ORIN_OP_MATMUL, &m->op.matmul, NULL},
-        {ORIN_OP_SWIGLU, &m->op.swiglu, NULL},
-        {ORIN_OP_ADD, &m->op.add, NULL},
-        {ORIN_OP_KV_WRITE, &m->op.kv_write, NULL},
-        {ORIN_OP_ATTENTION_PREFILL, &m->op.attn_prefill, opt->attention},
-        {ORIN_OP_ATTENTION_DECODE, &m->op.attn_decode, opt->attention},
+        {ORIN_OP_EMBEDDING, &m->op.embedding, NULL, NULL},
+        {ORIN_OP_RMSNORM, &m->op.rmsnorm, NULL, NULL},
+        {ORIN_OP_ROPE, &m->op.rope, NULL, NULL},
+        {ORIN_OP_MATMUL, &m->op.matmul, NULL, NULL},
+        {ORIN_OP_SWIGLU, &m->op.swiglu, NULL, NULL},
+        {ORIN_OP_ADD, &m->op.add, NULL, NULL},
+        {ORIN_OP_KV_WRITE, &m->op.kv_write, NULL, NULL},
+        {ORIN_OP_ATTENTION_PREFILL, &m->op.attn_prefill, opt->attention, &probe},
+        {ORIN_OP_ATTENTION_DECODE, &m->op.attn_decode, opt->attention, &probe},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         orin_bind_request req = {
@@ -285,6 +306,7 @@ static int bind_ops(orin_model *m, const orin_model_options *opt)
             .device = m->dev->kind,
             .dtype = m->dtype,
             .strict = opt->strict,
+            .args = table[i].args,
         };
         *table[i].dst = orin_registry_bind(opt->registry, &req);
         if (!*table[i].dst)

@@ -1,7 +1,9 @@
 /* attention_fa2: FlashAttention-2 (provider "fa2"): prefill, and split-KV decode,
- * on the CPU for f32, f16 and bf16. */
+ * on the CPU and (where built) CUDA, for f32, f16 and bf16. */
 #include "cpu.h"
+#include "cuda.h"
 
+#include "orin/error.h"
 #include "orin/plugin.h"
 
 #define ENTRIES(dt, suffix)                                                         \
@@ -36,10 +38,55 @@ static size_t decode_workspace(const void *args)
         .workspace_size = decode_workspace, .flags = ORIN_OP_GRAPH_SAFE,            \
     }
 
+#ifdef ORIN_HAVE_CUDA
+#define CUDA_ENTRIES(dt, suffix)                                                    \
+    static int cuda_prefill_##suffix(const orin_exec *ex, const void *args)         \
+    {                                                                               \
+        if (!args)                                                                  \
+            return orin_error_set("attention.prefill (fa2): no arguments");         \
+        return fa2_cuda_prefill(ex, args, dt);                                      \
+    }                                                                               \
+    static int cuda_decode_##suffix(const orin_exec *ex, const void *args)          \
+    {                                                                               \
+        if (!args)                                                                  \
+            return orin_error_set("attention.decode (fa2): no arguments");          \
+        return fa2_cuda_decode(ex, args, dt);                                       \
+    }
+
+CUDA_ENTRIES(ORIN_F32, f32)
+CUDA_ENTRIES(ORIN_F16, f16)
+CUDA_ENTRIES(ORIN_BF16, bf16)
+
+static size_t cuda_decode_workspace(const void *args)
+{
+    return fa2_cuda_decode_workspace_size(args);
+}
+
+/* The decode grid follows max_kv_len and the SM count, never the position:
+ * graph-safe. head_dim other than 64 and 128 is declined (supports). */
+#define CUDA_IMPLS(dt, suffix)                                                      \
+    {                                                                               \
+        .op = ORIN_OP_ATTENTION_PREFILL, .provider = "fa2",                         \
+        .device = ORIN_DEVICE_CUDA, .dtype = dt, .run = cuda_prefill_##suffix,      \
+        .supports = fa2_cuda_supports,                                              \
+    },                                                                              \
+    {                                                                               \
+        .op = ORIN_OP_ATTENTION_DECODE, .provider = "fa2",                          \
+        .device = ORIN_DEVICE_CUDA, .dtype = dt, .run = cuda_decode_##suffix,       \
+        .workspace_size = cuda_decode_workspace, .flags = ORIN_OP_GRAPH_SAFE,       \
+        .supports = fa2_cuda_supports,                                              \
+    }
+#endif
+
 static const orin_op_impl impls[] = {
     IMPLS(ORIN_F32, f32),
     IMPLS(ORIN_F16, f16),
     IMPLS(ORIN_BF16, bf16),
+#ifdef ORIN_HAVE_CUDA
+    CUDA_IMPLS(ORIN_F32, f32),
+    CUDA_IMPLS(ORIN_F16, f16),
+    CUDA_IMPLS(ORIN_BF16, bf16),
+#endif
 };
 
 static int register_ops(orin_registry *reg)
@@ -49,5 +96,5 @@ static int register_ops(orin_registry *reg)
 
 ORIN_PLUGIN_DEFINE("attention_fa2", "0.1.0",
                    "FlashAttention-2: Q tiles outer, one normalisation at the end, causal tiles "
-                   "skipped; split-KV decode (cpu: f32, f16, bf16)",
+                   "skipped; split-KV decode (cpu, cuda: f32, f16, bf16)",
                    register_ops)

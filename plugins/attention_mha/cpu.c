@@ -41,7 +41,7 @@ static int mha_task(void *ctx, int worker, int64_t task)
 
     double max = -INFINITY;
     for (int32_t j = 0; j <= pos; j++) {
-        int64_t off = j * kv->pos_stride + kv_head * kv->head_stride;
+        int64_t off = orin_kv_offset(kv, j, kv_head);
         orin_cpu_load_f32(kv_row, orin_cpu_elem(kv->k, dt, off), dt, hd);
         double dot = 0.0;
         for (int64_t i = 0; i < hd; i++)
@@ -55,7 +55,7 @@ static int mha_task(void *ctx, int worker, int64_t task)
         acc[i] = 0.0;
     for (int32_t j = 0; j <= pos; j++) {
         double p = exp(scores[j] - max);
-        int64_t off = j * kv->pos_stride + kv_head * kv->head_stride;
+        int64_t off = orin_kv_offset(kv, j, kv_head);
         orin_cpu_load_f32(kv_row, orin_cpu_elem(kv->v, dt, off), dt, hd);
         sum += p;
         for (int64_t i = 0; i < hd; i++)

@@ -499,7 +499,7 @@ int cpu_kv_write(const orin_exec *ex, const orin_kv_write_args *a, orin_dtype dt
     for (int64_t i = 0; i < n; i++) {
         for (int64_t h = 0; h < heads; h++) {
             int64_t src = (i * heads + h) * hd;
-            int64_t dst = pos[i] * a->cache.pos_stride + h * a->cache.head_stride;
+            int64_t dst = orin_kv_offset(&a->cache, pos[i], h);
             memcpy(orin_cpu_elem(a->cache.k, dt, dst), orin_cpu_elem(a->k.data, dt, src),
                    row_bytes);
             memcpy(orin_cpu_elem(a->cache.v, dt, dst), orin_cpu_elem(a->v.data, dt, src),

@@ -168,6 +168,77 @@ static void test_fallback(void)
     orin_registry_destroy(reg);
 }
 
+/* `supports`: a provider that declines a call's shape is passed over, at every
+ * step of the resolution, and the line says why. The args here are an int: the
+ * "head_dim" of the call. */
+static bool only_64(const void *args, char *why, size_t cap)
+{
+    int hd = *(const int *)args;
+    if (hd == 64)
+        return true;
+    snprintf(why, cap, "head_dim %d (runs 64)", hd);
+    return false;
+}
+
+static bool declines_all(const void *args, char *why, size_t cap)
+{
+    return false; /* and gives no reason */
+}
+
+static void test_supports(void)
+{
+    orin_registry *reg = orin_registry_create();
+    orin_op_impl fa2 = impl("attention.prefill", "fa2", ORIN_DEVICE_CUDA, ORIN_F16, 0);
+    orin_op_impl mha = impl("attention.prefill", "mha", ORIN_DEVICE_CUDA, ORIN_F16,
+                            ORIN_OP_REFERENCE);
+    orin_op_impl fa1 = impl("attention.prefill", "fa1", ORIN_DEVICE_CUDA, ORIN_F16, 0);
+    fa2.supports = only_64;
+    fa1.supports = declines_all;
+    CHECK(orin_registry_add(reg, &fa2) == 0 && orin_registry_add(reg, &mha) == 0 &&
+          orin_registry_add(reg, &fa1) == 0);
+    int hd = 64;
+    orin_bind_request req = {.op = "attention.prefill", .provider = "fa2",
+                             .device = ORIN_DEVICE_CUDA, .dtype = ORIN_F16, .args = &hd};
+    capture_begin();
+    const orin_op_impl *got = orin_registry_bind(reg, &req);
+    char *log = capture_end();
+    CHECK(got && strcmp(got->provider, "fa2") == 0 && log[0] == '\0', "hd 64: fa2, silently");
+    free(log);
+
+    hd = 96;
+    capture_begin();
+    got = orin_registry_bind(reg, &req);
+    log = capture_end();
+    CHECK(got && strcmp(got->provider, "mha") == 0, "hd 96: the reference");
+    CHECK(contains_all(log, (const char *[]){"\"fa2\" does not run head_dim 96 (runs 64)",
+                                             "cuda/f16", "\"mha\"", "reference", NULL}),
+          "declined line: %s", log);
+    free(log);
+
+    req.strict = true;
+    CHECK(orin_registry_bind(reg, &req) == NULL &&
+              strstr(orin_error(), "does not run head_dim 96") && strstr(orin_error(), "strict"),
+          "strict: %s", orin_error());
+    req.strict = false;
+
+    /* no args: nothing to check, the provider asked for is bound */
+    req.args = NULL;
+    CHECK(orin_registry_bind(reg, &req) == &orin_registry_at(reg, 0)[0], "no args: fa2");
+
+    /* a provider declining without a reason, and no one else who runs it */
+    req.args = &hd;
+    req.provider = "fa1";
+    mha.supports = only_64;
+    orin_registry *reg2 = orin_registry_create();
+    CHECK(orin_registry_add(reg2, &fa1) == 0 && orin_registry_add(reg2, &mha) == 0);
+    CHECK(orin_registry_bind(reg2, &req) == NULL &&
+              strstr(orin_error(), "\"fa1\" does not run a call of this shape") &&
+              strstr(orin_error(), "no other"),
+          "nobody runs it: %s", orin_error());
+    orin_registry_destroy(reg2);
+    orin_registry_destroy(reg);
+}
+
 static void test_errors(void)
 {
     orin_registry *reg = make_registry();
@@ -295,6 +366,7 @@ int main(void)
 {
     test_exact();
     test_fallback();
+    test_supports();
     test_errors();
     test_add_errors();
     test_transactions();

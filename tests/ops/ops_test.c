@@ -10,6 +10,147 @@
 static orin_registry *registry;
 static orin_plugin_set *plugins;
 
+/* ---- the target device ---- */
+
+static orin_device *gpu; /* NULL: the target is the host */
+
+/* A host range and the device copy standing for it. */
+typedef struct ops_mapping {
+    char *host;
+    size_t bytes;
+    char *dev;
+} ops_mapping;
+
+enum { MAX_MAPPINGS = 512 };
+static ops_mapping mappings[MAX_MAPPINGS];
+static int n_mappings;
+static void *host_workspaces[MAX_MAPPINGS]; /* ops_workspace on the host */
+static int n_host_workspaces;
+
+static void die(const char *what)
+{
+    fprintf(stderr, "%s: %s\n", what, orin_error());
+    exit(1);
+}
+
+void ops_test_init(int argc, char **argv)
+{
+    for (int i = 1; i + 1 < argc; i++) {
+        if (strcmp(argv[i], "--device") != 0 || strcmp(argv[i + 1], "cuda") != 0)
+            continue;
+        if (!orin_cuda_available()) {
+            printf("skipped: no CUDA device\n");
+            exit(TEST_SKIP);
+        }
+        gpu = orin_device_open("cuda");
+        if (!gpu)
+            die("open cuda");
+    }
+}
+
+orin_device_kind ops_target(void)
+{
+    return gpu ? ORIN_DEVICE_CUDA : ORIN_DEVICE_CPU;
+}
+
+bool ops_on_gpu(void)
+{
+    return gpu != NULL;
+}
+
+static void drop_mapping(int i)
+{
+    gpu->ops->free(gpu, mappings[i].dev);
+    mappings[i] = mappings[--n_mappings];
+}
+
+void *ops_dev(void *host, size_t bytes)
+{
+    if (!gpu || !host)
+        return host;
+    char *h = host;
+    for (int i = 0; i < n_mappings; i++) {
+        ops_mapping *m = &mappings[i];
+        if (h >= m->host && h + bytes <= m->host + m->bytes) {
+            char *d = m->dev + (h - m->host);
+            if (gpu->ops->copy_h2d(gpu, d, h, bytes) != 0)
+                die("upload");
+            return d;
+        }
+    }
+    /* A range that partly overlaps an old one: the old host buffer was freed
+     * and its address reused; its copy is stale. */
+    for (int i = n_mappings - 1; i >= 0; i--)
+        if (h < mappings[i].host + mappings[i].bytes && mappings[i].host < h + bytes)
+            drop_mapping(i);
+    if (n_mappings == MAX_MAPPINGS) {
+        fprintf(stderr, "ops_dev: more than %d device copies (call ops_release)\n", MAX_MAPPINGS);
+        exit(1);
+    }
+    char *d = gpu->ops->alloc(gpu, bytes);
+    if (!d || gpu->ops->copy_h2d(gpu, d, h, bytes) != 0)
+        die("device copy");
+    mappings[n_mappings++] = (ops_mapping){.host = h, .bytes = bytes, .dev = d};
+    return d;
+}
+
+void ops_fetch(void *host, size_t bytes)
+{
+    if (!gpu)
+        return;
+    char *h = host;
+    if (gpu->ops->synchronize(gpu) != 0)
+        die("synchronize");
+    for (int i = 0; i < n_mappings; i++) {
+        ops_mapping *m = &mappings[i];
+        if (h >= m->host && h + bytes <= m->host + m->bytes) {
+            if (gpu->ops->copy_d2h(gpu, h, m->dev + (h - m->host), bytes) != 0)
+                die("download");
+            return;
+        }
+    }
+    fprintf(stderr, "ops_fetch: %p has no device copy\n", host);
+    exit(1);
+}
+
+void ops_buf_fetch(ops_buf *b)
+{
+    ops_fetch(b->data, b->n * orin_dtype_size(b->dt));
+    ops_buf_read(b);
+}
+
+void *ops_workspace(size_t bytes)
+{
+    void *host = malloc(bytes ? bytes : 1);
+    if (!host)
+        die("workspace");
+    memset(host, 0xff, bytes);
+    if (!gpu) {
+        if (n_host_workspaces == MAX_MAPPINGS) {
+            fprintf(stderr, "ops_workspace: too many (call ops_release)\n");
+            exit(1);
+        }
+        return host_workspaces[n_host_workspaces++] = host;
+    }
+    void *d = ops_dev(host, bytes);
+    /* the device copy outlives the host buffer: forget the host side */
+    for (int i = 0; i < n_mappings; i++)
+        if (mappings[i].dev == d)
+            mappings[i].host = NULL, mappings[i].bytes = 0;
+    free(host);
+    return d;
+}
+
+void ops_release(void)
+{
+    if (gpu && gpu->ops->synchronize(gpu) != 0)
+        die("synchronize");
+    while (gpu && n_mappings)
+        drop_mapping(n_mappings - 1);
+    while (n_host_workspaces)
+        free(host_workspaces[--n_host_workspaces]);
+}
+
 orin_registry *ops_test_registry(void)
 {
     if (registry)
@@ -34,14 +175,16 @@ void ops_test_registry_free(void)
 const orin_op_impl *ops_test_impl(const char *op, const char *provider, orin_dtype dt)
 {
     const orin_op_impl *impl =
-        orin_registry_find(ops_test_registry(), op, provider, ORIN_DEVICE_CPU, dt);
-    CHECK(impl != NULL, "no implementation of %s by %s for cpu %s", op, provider,
-          orin_dtype_name(dt));
+        orin_registry_find(ops_test_registry(), op, provider, ops_target(), dt);
+    CHECK(impl != NULL, "no implementation of %s by %s for %s %s", op, provider,
+          orin_device_kind_name(ops_target()), orin_dtype_name(dt));
     return impl;
 }
 
 orin_exec ops_test_exec(int threads)
 {
+    if (gpu)
+        return (orin_exec){.device = gpu};
     /* A private copy of the host device, so that each test picks its threads. */
     static orin_device devices[8];
     static int next;
@@ -146,7 +289,10 @@ void ops_buf_free(ops_buf *b)
 
 orin_tensor ops_tensor(void *data, orin_dtype dt, int ndim, const int64_t *dims)
 {
-    return orin_tensor_make(data, dt, ORIN_DEVICE_CPU, ndim, dims);
+    orin_tensor t = orin_tensor_make(data, dt, ops_target(), ndim, dims);
+    if (gpu && data)
+        t.data = ops_dev(data, orin_tensor_nbytes(&t));
+    return t;
 }
 
 double ops_check_close(const char *what, const ops_buf *got, const double *ref,

@@ -10,16 +10,41 @@
 
 #include <stdint.h>
 
+struct ops_buf;
+
+/* ---- the target device ----
+ * A suite runs its ops on the host, or with `--device cuda` on the GPU (the
+ * ctest entries *.cuda, label gpu). ops_test_init reads that flag and exits 77
+ * (skipped) when no GPU can be opened. Tests are written once over host
+ * buffers: ops_tensor() gives a tensor on the target over a host buffer (on
+ * CUDA a device copy of its contents, made at that call), ops_fetch() copies
+ * an output back into its host buffer, ops_release() frees the device copies.
+ * Two tensors over one host buffer share one device copy, so aliasing is kept;
+ * pointers written into a call struct by hand stay host pointers. */
+void ops_test_init(int argc, char **argv);
+orin_device_kind ops_target(void);
+bool ops_on_gpu(void);
+/* The device pointer standing for host[0..bytes) (uploaded now), or host on the CPU. */
+void *ops_dev(void *host, size_t bytes);
+/* Copies the target's copy of host[0..bytes) back into host (after a sync). */
+void ops_fetch(void *host, size_t bytes);
+/* ops_fetch of a whole buffer, then ops_buf_read. */
+void ops_buf_fetch(struct ops_buf *b);
+/* Target memory of `bytes`, every byte 0xff (NaN floats), freed by ops_release. */
+void *ops_workspace(size_t bytes);
+/* Frees every device copy and workspace (call at the end of each case). */
+void ops_release(void);
+
 /* The registry with every plugin of the build's plugins folder loaded. Exits
  * the test (failed) when loading fails: nothing else can run. */
 orin_registry *ops_test_registry(void);
 void ops_test_registry_free(void);
 
-/* The implementation for (op, provider, cpu, dt); a CHECK failure when absent. */
+/* The implementation for (op, provider, target device, dt); a CHECK failure when absent. */
 const orin_op_impl *ops_test_impl(const char *op, const char *provider, orin_dtype dt);
 
-/* An exec on the host device with `threads` threads (0 = all cores) and no
- * workspace. */
+/* An exec on the target device (on the host with `threads` threads, 0 = all
+ * cores) and no workspace. */
 orin_exec ops_test_exec(int threads);
 
 /* Seeded generator (splitmix64): the same stream on every machine. */
@@ -48,6 +73,7 @@ void ops_buf_free(ops_buf *b);
 double ops_value(orin_dtype dt, const void *data, size_t i);
 void ops_store(orin_dtype dt, void *data, size_t i, double v);
 
+/* A contiguous tensor on the target over host `data` (see the top). */
 orin_tensor ops_tensor(void *data, orin_dtype dt, int ndim, const int64_t *dims);
 
 /* Checks got (as read back) against ref: every element finite (the op wrote it)

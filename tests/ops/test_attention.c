@@ -418,8 +418,14 @@ static void test_registrations(void)
 
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++)
+    ops_test_init(argc, argv);
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--device") == 0) {
+            i++;
+            continue;
+        }
         providers[n_providers++ % 3] = argv[i];
+    }
     if (n_providers == 0) {
         memcpy(providers, all_providers, sizeof providers);
         n_providers = 3;

@@ -603,8 +603,9 @@ static void test_registrations(void)
     }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    ops_test_init(argc, argv);
     ops_test_registry();
     test_registrations();
     for (size_t i = 0; i < sizeof float_dtypes / sizeof float_dtypes[0]; i++) {

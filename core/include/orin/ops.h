@@ -108,6 +108,20 @@ typedef struct orin_kv_view {
     int32_t capacity;     /* positions the cache holds */
 } orin_kv_view;
 
+/* Element offset of (pos, head, 0) in K (and V) of a cache view. Every kernel,
+ * host or CUDA, computes K/V addresses through this one function, so that a
+ * paged layout changes only here. */
+#if defined(__CUDACC__)
+#define ORIN_HOST_DEVICE __host__ __device__
+#else
+#define ORIN_HOST_DEVICE
+#endif
+static inline ORIN_HOST_DEVICE int64_t orin_kv_offset(const orin_kv_view *kv, int64_t pos,
+                                                      int64_t head)
+{
+    return pos * kv->pos_stride + head * kv->head_stride;
+}
+
 /* cache[positions[i]] = k[i], v[i]      k, v [n, Hkv, hd]. */
 typedef struct orin_kv_write_args {
     orin_tensor k;

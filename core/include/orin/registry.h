@@ -10,6 +10,8 @@
  *   2. an implementation flagged ORIN_OP_REFERENCE for that op at (device, dtype)
  *      ("mha" is the reference attention);
  *   3. any other provider at (device, dtype), in alphabetical order.
+ * At every step an implementation whose `supports` declines the request's args
+ * (a head_dim it has no kernel for, say) is passed over, and the line says why.
  * Devices and dtypes are never substituted: data would be in the wrong place or
  * format. Steps 2 and 3 are fallbacks: they log one line saying what was bound and
  * why, and with `strict` they are an error instead. */
@@ -34,6 +36,10 @@ typedef struct orin_exec {
 typedef int (*orin_op_run_fn)(const orin_exec *ex, const void *args);
 /* Bytes of device workspace the op needs for these args; NULL means none. */
 typedef size_t (*orin_op_workspace_fn)(const void *args);
+/* Whether the implementation runs calls shaped like `args` (it reads shapes and
+ * scalars, never data). false with a reason in why, e.g. "head_dim 96 (fa2 runs
+ * 64 and 128)". NULL means every call its checks accept. */
+typedef bool (*orin_op_supports_fn)(const void *args, char *why, size_t why_cap);
 
 enum {
     ORIN_OP_GRAPH_SAFE = 1u << 0, /* may be captured into a CUDA graph and replayed */
@@ -48,6 +54,7 @@ typedef struct orin_op_impl {
     orin_op_run_fn run;
     orin_op_workspace_fn workspace_size;
     uint32_t flags;
+    orin_op_supports_fn supports;
 } orin_op_impl;
 
 typedef struct orin_registry orin_registry;
@@ -74,6 +81,9 @@ typedef struct orin_bind_request {
     orin_device_kind device;
     orin_dtype dtype;
     bool strict;             /* a fallback is an error */
+    const void *args;        /* a call struct shaped like the calls to come (data not
+                                needed), for the implementations' `supports`; NULL:
+                                not checked */
 } orin_bind_request;
 
 /* Resolves as described above. Returns NULL with an error naming the op, the

@@ -182,12 +182,24 @@ static bool op_known(const orin_registry *reg, const char *op)
 }
 
 /* Step 2: the first implementation flagged as the op's reference. */
-static const orin_op_impl *find_reference(const orin_registry *reg, const char *op,
-                                          orin_device_kind device, orin_dtype dtype)
+/* Whether impl takes calls shaped like args (see orin_op_supports_fn). */
+static bool impl_supports(const orin_op_impl *impl, const void *args, char *why, size_t cap)
 {
+    if (!impl->supports || !args)
+        return true;
+    why[0] = '\0';
+    return impl->supports(args, why, cap);
+}
+
+static const orin_op_impl *find_reference(const orin_registry *reg, const char *op,
+                                          orin_device_kind device, orin_dtype dtype,
+                                          const void *args)
+{
+    char why[8];
     for (size_t i = 0; i < reg->count; i++) {
         const registry_entry *e = &reg->entries[i];
-        if ((e->impl.flags & ORIN_OP_REFERENCE) && entry_matches(e, op, NULL, device, dtype))
+        if ((e->impl.flags & ORIN_OP_REFERENCE) && entry_matches(e, op, NULL, device, dtype) &&
+            impl_supports(&e->impl, args, why, sizeof why))
             return &e->impl;
     }
     return NULL;
@@ -195,12 +207,15 @@ static const orin_op_impl *find_reference(const orin_registry *reg, const char *
 
 /* Step 3: the provider first in alphabetical (byte) order. */
 static const orin_op_impl *find_first_alphabetical(const orin_registry *reg, const char *op,
-                                                   orin_device_kind device, orin_dtype dtype)
+                                                   orin_device_kind device, orin_dtype dtype,
+                                                   const void *args)
 {
     const orin_op_impl *best = NULL;
+    char why[8];
     for (size_t i = 0; i < reg->count; i++) {
         const registry_entry *e = &reg->entries[i];
         if (entry_matches(e, op, NULL, device, dtype) &&
+            impl_supports(&e->impl, args, why, sizeof why) &&
             (!best || strcmp(e->impl.provider, best->provider) < 0))
             best = &e->impl;
     }
@@ -239,25 +254,32 @@ const orin_op_impl *orin_registry_bind(const orin_registry *reg, const orin_bind
         orin_error_set("%s: unknown op (no loaded plugin registers it)", op);
         return NULL;
     }
+    char declined[160] = "";
     if (req->provider) {
         const orin_op_impl *exact = orin_registry_find(reg, op, req->provider, req->device,
                                                        req->dtype);
-        if (exact) {
+        if (exact && impl_supports(exact, req->args, declined, sizeof declined)) {
             orin_log(ORIN_LOG_DEBUG, "%s: bound \"%s\" at %s/%s as asked", op, exact->provider,
                      dev, dt);
             return exact;
         }
+        if (exact && !declined[0])
+            snprintf(declined, sizeof declined, "a call of this shape");
     }
 
     const char *why_bound = "the reference";
-    const orin_op_impl *found = find_reference(reg, op, req->device, req->dtype);
+    const orin_op_impl *found = find_reference(reg, op, req->device, req->dtype, req->args);
     if (!found) {
-        found = find_first_alphabetical(reg, op, req->device, req->dtype);
+        found = find_first_alphabetical(reg, op, req->device, req->dtype, req->args);
         why_bound = "first provider in alphabetical order";
     }
     if (!found) {
         list_providers(reg, op, available, sizeof available);
-        if (req->provider)
+        if (declined[0])
+            orin_error_set("%s: provider \"%s\" does not run %s at %s/%s, and no other "
+                           "registered one does (registered: %s)",
+                           op, req->provider, declined, dev, dt, available);
+        else if (req->provider)
             orin_error_set("%s: no implementation at %s/%s (asked for provider \"%s\"; "
                            "registered: %s)",
                            op, dev, dt, req->provider, available);
@@ -271,7 +293,10 @@ const orin_op_impl *orin_registry_bind(const orin_registry *reg, const orin_bind
 
     /* A fallback: say why the provider asked for did not fit. */
     char why[256];
-    if (orin_registry_provides(reg, op, req->provider))
+    if (declined[0])
+        snprintf(why, sizeof why, "provider \"%s\" does not run %s at %s/%s", req->provider,
+                 declined, dev, dt);
+    else if (orin_registry_provides(reg, op, req->provider))
         snprintf(why, sizeof why, "provider \"%s\" has no %s/%s implementation", req->provider,
                  dev, dt);
     else

@@ -383,7 +383,7 @@ void orin_cpu_load_kv_tile(const orin_kv_view *kv, int32_t head, int32_t pos0, i
     float chunk[CHUNK];
 
     for (int c = 0; c < count; c++) {
-        int64_t off = (int64_t)(pos0 + c) * kv->pos_stride + (int64_t)head * kv->head_stride;
+        int64_t off = orin_kv_offset(kv, pos0 + c, head);
         for (int i0 = 0; i0 < hd; i0 += CHUNK) {
             int len = hd - i0 < CHUNK ? hd - i0 : CHUNK;
             orin_cpu_load_f32(chunk, orin_cpu_elem(kv->k, kv->dtype, off + i0), kv->dtype, len);
