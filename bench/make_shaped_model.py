@@ -101,6 +101,16 @@ def random_bf16(rng, name, shape):
     return (f32.view(np.uint32) >> 16).astype(np.uint16)  # bf16: the top half
 
 
+def random_bf16_fast(rng, name, shape):
+    """--fast: random bit patterns, +-[2^-7, 2^-6) with random mantissas, about
+    ten times faster than drawing normals (a 16 GiB folder in a minute): the
+    same bytes for the memory system, only the distribution differs."""
+    if name.endswith("norm.weight"):
+        return np.full(shape, 0x3F80, np.uint16)  # 1.0
+    bits = rng.integers(0, 1 << 16, size=shape, dtype=np.uint16)
+    return (bits & np.uint16(0x807F)) | np.uint16(0x3C00)
+
+
 def plan_shards(shapes):
     shards, size = [[]], 0
     for name, shape in shapes:
@@ -113,7 +123,7 @@ def plan_shards(shapes):
     return shards
 
 
-def write_shard(path, tensors, rng):
+def write_shard(path, tensors, rng, make=random_bf16):
     header, offset = {"__metadata__": {"format": "pt"}}, 0
     for name, shape in tensors:
         nbytes = 2 * int(np.prod(shape))
@@ -126,7 +136,7 @@ def write_shard(path, tensors, rng):
         f.write(struct.pack("<Q", len(blob)))
         f.write(blob)
         for name, shape in tensors:
-            f.write(random_bf16(rng, name, shape).tobytes())
+            f.write(make(rng, name, shape).tobytes())
 
 
 def main():
@@ -135,6 +145,8 @@ def main():
     ap.add_argument("out", nargs="?")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--list", action="store_true", help="print the shapes and their sizes")
+    ap.add_argument("--fast", action="store_true",
+                    help="random bit patterns instead of normals (much faster; for speed runs)")
     a = ap.parse_args()
     if a.list:
         for k, s in SHAPES.items():
@@ -150,7 +162,8 @@ def main():
     weight_map, total = {}, 0
     for i, tensors in enumerate(shards):
         fname = f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
-        write_shard(os.path.join(a.out, fname), tensors, rng)
+        write_shard(os.path.join(a.out, fname), tensors, rng,
+                    random_bf16_fast if a.fast else random_bf16)
         for name, shape in tensors:
             weight_map[name] = fname
             total += 2 * int(np.prod(shape))

@@ -26,6 +26,8 @@ typedef struct orin_model_options {
                                      ORIN_DEFAULT_CONTEXT, or the model's limit if smaller */
     int32_t prefill_chunk;        /* tokens per prefill pass */
     bool progress;                /* show loading progress (on a terminal) */
+    bool cuda_graph;              /* replay the decode step as one device graph where the
+                                     device has graphs and every decode op is graph-safe */
 } orin_model_options;
 
 int orin_model_load(const orin_model_options *opt, orin_model **out);

@@ -69,6 +69,9 @@ struct orin_model {
 
     orin_graph *prefill;                  /* rebuilt per chunk */
     orin_graph *decode;                   /* built once, run every step */
+    bool replay_decode;                   /* runtime.cuda_graph and the device can */
+    int decode_steps;                     /* eager decode steps so far */
+    void *decode_replay;                  /* the captured decode step (a CUDA graph) */
     void *workspace;
     size_t workspace_size;
     void *staging;                        /* host buffer for non-f32 logits */
@@ -109,27 +112,17 @@ static int alloc_tensor(orin_model *m, orin_tensor *t, orin_dtype dt, int ndim,
 
 /* ---- weights ------------------------------------------------------------------ */
 
-/* Uploads `src` converted to the compute dtype into a new device tensor. */
+/* Uploads `src` converted to the compute dtype into a new device tensor (on a
+ * GPU the conversion runs there, after a pinned-buffer copy of the raw bytes). */
 static int upload_converted(orin_model *m, const orin_st_tensor *src, orin_tensor *out)
 {
     if (alloc_tensor(m, out, m->dtype, src->ndim, src->shape, src->name) != 0)
         return -1;
+    m->weight_bytes += orin_tensor_nbytes(out);
     size_t n = (size_t)orin_tensor_numel(out);
-    size_t bytes = orin_tensor_nbytes(out);
-    m->weight_bytes += bytes;
-    if (m->dev->kind == ORIN_DEVICE_CPU)
-        return orin_convert(out->data, m->dtype, src->data, src->dtype, n) == 0
-                   ? 0
-                   : orin_error_set("%s: cannot convert %s to %s", src->name, src->dtype_name,
-                                    orin_dtype_name(m->dtype));
-    void *host = malloc(bytes);
-    if (!host)
-        return orin_error_set("%s: out of memory converting", src->name);
-    int rc = orin_convert(host, m->dtype, src->data, src->dtype, n);
-    if (rc == 0)
-        rc = m->dev->ops->copy_h2d(m->dev, out->data, host, bytes);
-    free(host);
-    return rc == 0 ? 0 : orin_error_prefix("%s: ", src->name);
+    if (m->dev->ops->upload(m->dev, out->data, m->dtype, src->data, src->dtype, n) != 0)
+        return orin_error_prefix("%s: ", src->name);
+    return 0;
 }
 
 /* Finds `name`, checks its shape against what config.json implies and its
@@ -155,24 +148,30 @@ static int load_weight(orin_model *m, const orin_st_archive *ar, const char *mod
     return upload_converted(m, st, out);
 }
 
-static int load_layer(orin_model *m, const orin_st_archive *ar, const char *dir, int32_t i,
-                      qwen_layer *L)
+/* One weight of a decoder layer: its name after "model.layers.N.", where it
+ * goes, and its shape as config.json implies it. */
+typedef struct layer_weight {
+    const char *suffix;
+    orin_tensor *dst;
+    int ndim;
+    int64_t dims[2];
+    bool present;
+} layer_weight;
+
+enum { LAYER_WEIGHTS = 15 };
+
+/* The weights of one layer (into L), those config.json says are absent
+ * flagged so; the one list both the memory plan and the loader walk. */
+static void layer_weights(const orin_model_config *c, qwen_layer *L,
+                          layer_weight out[LAYER_WEIGHTS])
 {
-    const orin_model_config *c = &m->cfg;
     const int64_t d = c->hidden_size, f = c->intermediate_size, hd = c->head_dim;
     const int64_t qd = (int64_t)c->num_attention_heads * hd;
     const int64_t kvd = (int64_t)c->num_key_value_heads * hd;
     const bool qkv_bias = c->attention_bias;
     /* Qwen2 never biases o_proj; Qwen3 biases all four when attention_bias. */
     const bool o_bias = c->attention_bias && c->arch == ORIN_ARCH_QWEN3;
-
-    struct {
-        const char *suffix;
-        orin_tensor *dst;
-        int ndim;
-        int64_t dims[2];
-        bool present;
-    } table[] = {
+    const layer_weight table[LAYER_WEIGHTS] = {
         {"input_layernorm.weight", &L->attn_norm, 1, {d}, true},
         {"self_attn.q_proj.weight", &L->q_w, 2, {qd, d}, true},
         {"self_attn.q_proj.bias", &L->q_b, 1, {qd}, qkv_bias},
@@ -189,7 +188,15 @@ static int load_layer(orin_model *m, const orin_st_archive *ar, const char *dir,
         {"mlp.up_proj.weight", &L->up_w, 2, {f, d}, true},
         {"mlp.down_proj.weight", &L->down_w, 2, {d, f}, true},
     };
-    for (size_t t = 0; t < sizeof table / sizeof table[0]; t++) {
+    memcpy(out, table, sizeof table);
+}
+
+static int load_layer(orin_model *m, const orin_st_archive *ar, const char *dir, int32_t i,
+                      qwen_layer *L)
+{
+    layer_weight table[LAYER_WEIGHTS];
+    layer_weights(&m->cfg, L, table);
+    for (size_t t = 0; t < LAYER_WEIGHTS; t++) {
         memset(table[t].dst, 0, sizeof *table[t].dst); /* absent: data NULL */
         if (!table[t].present)
             continue;
@@ -199,6 +206,22 @@ static int load_layer(orin_model *m, const orin_st_archive *ar, const char *dir,
             return -1;
     }
     return 0;
+}
+
+/* Bytes the weights take on the device in the compute dtype. */
+static double weight_bytes_planned(const orin_model *m)
+{
+    const orin_model_config *c = &m->cfg;
+    qwen_layer scratch;
+    layer_weight table[LAYER_WEIGHTS];
+    layer_weights(c, &scratch, table);
+    double per_layer = 0;
+    for (size_t t = 0; t < LAYER_WEIGHTS; t++)
+        if (table[t].present)
+            per_layer += (double)table[t].dims[0] * (table[t].ndim == 2 ? table[t].dims[1] : 1);
+    double embeddings = (double)c->vocab_size * c->hidden_size * (c->tie_word_embeddings ? 1 : 2);
+    double elems = per_layer * c->num_hidden_layers + embeddings + c->hidden_size;
+    return elems * (double)orin_dtype_size(m->dtype);
 }
 
 /* Weights of a layer config.json does not have: the config belongs to another
@@ -264,10 +287,10 @@ const char *const orin_model_ops[] = {
 /* A call struct shaped like the model's attention calls (no data), so that a
  * provider without a kernel for this head_dim or group size can decline it at
  * bind time (orin_op_impl.supports) instead of failing at the first step. */
-static orin_attention_args attention_probe(const orin_model *m)
+static orin_attention_args attention_probe(const orin_model *m, int32_t rows, int32_t kv_len)
 {
     const orin_model_config *c = &m->cfg;
-    const int64_t dims[3] = {1, c->num_attention_heads, c->head_dim};
+    const int64_t dims[3] = {rows, c->num_attention_heads, c->head_dim};
     return (orin_attention_args){
         .q = orin_tensor_make(NULL, m->dtype, m->dev->kind, 3, dims),
         .out = orin_tensor_make(NULL, m->dtype, m->dev->kind, 3, dims),
@@ -276,13 +299,13 @@ static orin_attention_args attention_probe(const orin_model *m)
                   .head_dim = c->head_dim, .pos_stride = (int64_t)c->num_key_value_heads *
                   c->head_dim, .head_stride = c->head_dim, .capacity = m->context},
         .scale = (float)(1.0 / sqrt((double)c->head_dim)),
-        .max_kv_len = m->context,
+        .max_kv_len = kv_len,
     };
 }
 
 static int bind_ops(orin_model *m, const orin_model_options *opt)
 {
-    const orin_attention_args probe = attention_probe(m);
+    const orin_attention_args probe = attention_probe(m, 1, m->context);
     struct {
         const char *op;
         const orin_op_impl **dst;
@@ -315,19 +338,21 @@ static int bind_ops(orin_model *m, const orin_model_options *opt)
     return 0;
 }
 
-static int alloc_buffers(orin_model *m, int32_t rows)
+/* One activation buffer: [rows, cols] of dt (cols 0: a vector of rows). */
+typedef struct buffer_spec {
+    orin_tensor *t;
+    orin_dtype dt;
+    int64_t cols;
+    const char *what;
+} buffer_spec;
+
+enum { BUFFERS = 12 };
+
+static void buffer_specs(const orin_model *m, qwen_buffers *b, buffer_spec out[BUFFERS])
 {
     const orin_model_config *c = &m->cfg;
-    qwen_buffers *b = &m->buf;
     const int64_t hd = c->head_dim;
-    const int64_t r = rows;
-    b->rows = rows;
-    struct {
-        orin_tensor *t;
-        orin_dtype dt;
-        int64_t cols;
-        const char *what;
-    } table[] = {
+    const buffer_spec table[BUFFERS] = {
         {&b->ids, ORIN_I32, 0, "token ids"},
         {&b->pos, ORIN_I32, 0, "positions"},
         {&b->x, m->dtype, c->hidden_size, "activations"},
@@ -341,8 +366,30 @@ static int alloc_buffers(orin_model *m, int32_t rows)
         {&b->up, m->dtype, c->intermediate_size, "activations"},
         {&b->logits, m->dtype, c->vocab_size, "logits"},
     };
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-        int64_t dims[2] = {r, table[i].cols};
+    memcpy(out, table, sizeof table);
+}
+
+/* Device bytes of the activation buffers for `rows` tokens. */
+static double buffer_bytes_planned(const orin_model *m, int32_t rows)
+{
+    qwen_buffers scratch;
+    buffer_spec table[BUFFERS];
+    buffer_specs(m, &scratch, table);
+    double bytes = 0;
+    for (size_t i = 0; i < BUFFERS; i++)
+        bytes += (double)rows * (table[i].cols ? table[i].cols : 1) *
+                 (double)orin_dtype_size(table[i].dt);
+    return bytes;
+}
+
+static int alloc_buffers(orin_model *m, int32_t rows)
+{
+    qwen_buffers *b = &m->buf;
+    buffer_spec table[BUFFERS];
+    buffer_specs(m, b, table);
+    b->rows = rows;
+    for (size_t i = 0; i < BUFFERS; i++) {
+        int64_t dims[2] = {rows, table[i].cols};
         if (alloc_tensor(m, table[i].t, table[i].dt, table[i].cols ? 2 : 1, dims, table[i].what))
             return -1;
     }
@@ -355,6 +402,84 @@ static int alloc_buffers(orin_model *m, int32_t rows)
             return orin_error_set("logits: out of memory");
     }
     return 0;
+}
+
+/* ---- the memory plan ------------------------------------------------------------ */
+
+/* The largest workspace the bound ops ask for: attention over `rows` query rows
+ * and `kv_len` cache positions, and the matmul over `rows` rows. */
+static double workspace_planned(const orin_model *m, int32_t rows, int32_t kv_len)
+{
+    const orin_model_config *c = &m->cfg;
+    orin_attention_args prefill = attention_probe(m, rows, kv_len);
+    orin_attention_args decode = attention_probe(m, 1, kv_len);
+    const int64_t xd[2] = {rows, c->hidden_size}, wd[2] = {c->vocab_size, c->hidden_size};
+    const int64_t yd[2] = {rows, c->vocab_size};
+    orin_matmul_args mm = {
+        .x = orin_tensor_make(NULL, m->dtype, m->dev->kind, 2, xd),
+        .w = orin_tensor_make(NULL, m->dtype, m->dev->kind, 2, wd),
+        .y = orin_tensor_make(NULL, m->dtype, m->dev->kind, 2, yd),
+    };
+    size_t need = 0, got;
+    if (m->op.attn_prefill->workspace_size &&
+        (got = m->op.attn_prefill->workspace_size(&prefill)) > need)
+        need = got;
+    if (m->op.attn_decode->workspace_size &&
+        (got = m->op.attn_decode->workspace_size(&decode)) > need)
+        need = got;
+    if (m->op.matmul->workspace_size && (got = m->op.matmul->workspace_size(&mm)) > need)
+        need = got;
+    return (double)need;
+}
+
+/* Device bytes the model needs with a cache of `context` positions. */
+static double bytes_needed(const orin_model *m, int32_t context, int32_t chunk, double *kv)
+{
+    const orin_model_config *c = &m->cfg;
+    int32_t rows = chunk < context ? chunk : context;
+    *kv = 2.0 * c->num_hidden_layers * c->num_key_value_heads * c->head_dim *
+          (double)orin_dtype_size(m->dtype) * context;
+    return weight_bytes_planned(m) + *kv + buffer_bytes_planned(m, rows) +
+           workspace_planned(m, rows, context);
+}
+
+/* Before anything is allocated: the weights, the KV cache, the activations and
+ * the workspace must fit the device's free memory, else one error with the
+ * numbers and the runtime.max_context that would fit. Devices that cannot tell
+ * their free memory (the host) are not checked. */
+static int check_memory(const orin_model *m, int32_t chunk)
+{
+    size_t free_b = 0, total_b = 0;
+    if (!m->dev->ops->mem_info)
+        return 0;
+    if (m->dev->ops->mem_info(m->dev, &free_b, &total_b) != 0)
+        return -1;
+    /* headroom for the upload staging buffer and the libraries' own allocations */
+    const double headroom = 256.0 * 1048576.0, gib = 1073741824.0;
+    const double avail = (double)free_b - headroom;
+    double kv, need = bytes_needed(m, m->context, chunk, &kv);
+    if (need <= avail)
+        return 0;
+    int32_t lo = 0, hi = m->context; /* the largest context that fits, by bisection */
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo + 1) / 2;
+        double kv_mid;
+        if (bytes_needed(m, mid, chunk, &kv_mid) <= avail)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    double weights = weight_bytes_planned(m);
+    char hint[96];
+    if (lo > 0)
+        snprintf(hint, sizeof hint, "runtime.max_context = %d would fit", lo);
+    else
+        snprintf(hint, sizeof hint, "the weights alone do not fit: use a smaller model or dtype");
+    return orin_error_set("the model needs %.2f GiB on %s (weights %.2f GiB, KV cache %.2f GiB "
+                          "for %d positions, activations and workspace %.2f GiB) but %.2f GiB "
+                          "are free; %s",
+                          need / gib, m->dev->name, weights / gib, kv / gib, m->context,
+                          (need - weights - kv) / gib, (double)free_b / gib, hint);
 }
 
 /* ---- graph building ------------------------------------------------------------ */
@@ -531,12 +656,54 @@ static int run_graph(orin_model *m, const orin_graph *g)
     return orin_graph_run(g, &ex);
 }
 
+static int queue_decode(void *ctx)
+{
+    orin_model *m = ctx;
+    orin_exec ex = {.device = m->dev, .workspace = m->workspace,
+                    .workspace_size = m->workspace_size};
+    return orin_graph_run(m->decode, &ex);
+}
+
+/* Whether the decode step can be captured once and replayed: the user wants it
+ * (runtime.cuda_graph), the device has graphs, and every bound decode op is
+ * graph-safe (reads its position from memory, sizes nothing by it). Says why
+ * not when the user asked for it and it cannot be. */
+static bool decode_replayable(const orin_model *m, bool wanted)
+{
+    char first[96];
+    if (!wanted || !m->dev->ops->graph_capture)
+        return false;
+    if (!orin_graph_replayable(m->decode, first, sizeof first)) {
+        orin_log(ORIN_LOG_INFO, "runtime.cuda_graph: %s is not graph-safe; decode runs "
+                 "eagerly", first);
+        return false;
+    }
+    return true;
+}
+
+/* One decode step: eagerly the first time (ops create their handles, pick their
+ * algorithms and size the workspace then, none of which a graph may do), then
+ * captured once and replayed ever after. */
+static int run_decode(orin_model *m)
+{
+    if (!m->replay_decode || m->decode_steps == 0) {
+        m->decode_steps++;
+        return run_graph(m, m->decode);
+    }
+    if (!m->decode_replay &&
+        m->dev->ops->graph_capture(m->dev, queue_decode, m, &m->decode_replay) != 0)
+        return -1;
+    return m->dev->ops->graph_launch(m->dev, m->decode_replay);
+}
+
 /* ---- load / free ------------------------------------------------------------------ */
 
 void orin_model_free(orin_model *m)
 {
     if (!m)
         return;
+    if (m->decode_replay)
+        m->dev->ops->graph_destroy(m->dev, m->decode_replay);
     orin_graph_free(m->prefill);
     orin_graph_free(m->decode);
     orin_kv_cache_free(m->kv);
@@ -586,8 +753,13 @@ int orin_model_load(const orin_model_options *opt, orin_model **out)
                        "table", opt->path, m->cfg.num_hidden_layers);
         goto fail;
     }
-    /* Bind before loading gigabytes: a missing op is the cheaper error. */
-    if (bind_ops(m, opt) != 0 || load_weights(m, opt->path, opt->progress) != 0)
+    int32_t chunk = opt->prefill_chunk > 0 ? opt->prefill_chunk : 512;
+    if (chunk > m->context)
+        chunk = m->context;
+    /* Bind, then check the memory plan, before loading gigabytes: a missing op
+     * or a model that does not fit are the cheaper errors. */
+    if (bind_ops(m, opt) != 0 || check_memory(m, chunk) != 0 ||
+        load_weights(m, opt->path, opt->progress) != 0)
         goto fail;
 
     orin_kv_cache_shape kvs = {
@@ -597,9 +769,6 @@ int orin_model_load(const orin_model_options *opt, orin_model **out)
         .head_dim = m->cfg.head_dim,
         .dtype = m->dtype,
     };
-    int32_t chunk = opt->prefill_chunk > 0 ? opt->prefill_chunk : 512;
-    if (chunk > m->context)
-        chunk = m->context;
     if (orin_kv_cache_create(m->dev, &kvs, &m->kv) != 0 || alloc_buffers(m, chunk) != 0)
         goto fail;
 
@@ -608,9 +777,11 @@ int orin_model_load(const orin_model_options *opt, orin_model **out)
     if (!m->prefill || !m->decode)
         goto fail;
     /* The decode graph reads its one id and position from device memory, so it
-     * is built once for the whole cache and run (later: replayed) every step. */
+     * is built once for the whole cache and run (or replayed as a device graph)
+     * every step. */
     if (build_graph(m, m->decode, 1, true, m->context, 1) != 0)
         goto fail;
+    m->replay_decode = decode_replayable(m, opt->cuda_graph);
     *out = m;
     return 0;
 fail:
@@ -708,7 +879,7 @@ int orin_model_prefill(orin_model *m, const int32_t *ids, int32_t n, int32_t sta
 int orin_model_decode(orin_model *m, int32_t id, int32_t pos, float *logits)
 {
     if (check_tokens(m, &id, 1, pos) != 0 || upload_step(m, &id, 1, pos) != 0 ||
-        run_graph(m, m->decode) != 0)
+        run_decode(m) != 0)
         return -1;
     if (logits && fetch_logits(m, 1, logits) != 0)
         return -1;

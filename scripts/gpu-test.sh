@@ -1,16 +1,67 @@
 #!/usr/bin/env bash
 # On the lent GPU machine (no package registry): unpack the carried .deps/
-# (scripts/fetch-deps.sh), build with CUDA and run the whole test suite, GPU
-# tests included. Logs go to $OUT when set.
+# (scripts/fetch-deps.sh), build with CUDA and run the whole test suite, the
+# gpu-labelled tests included; then compute-sanitizer: memcheck on the op tests
+# and on one model run, racecheck on the kernels that use shared memory.
+# Logs go to $OUT (or /tmp/orin-gpu-test); a short table is printed last.
+#
+#   bash scripts/gpu-test.sh [--no-sanitize]
+# Environment: ORIN_CUDA_ARCHS (default: the GPU's own, e.g. 90a), BUILD_DIR.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/orin-gpu-test}
 mkdir -p "$out"
+build=${BUILD_DIR:-build-gpu}
+sanitize=1; [ "${1:-}" = "--no-sanitize" ] && sanitize=0
 prefix=/tmp/orin-deps
 bash scripts/fetch-deps.sh --unpack "$prefix" >/dev/null
 export LD_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu:$prefix/usr/lib/x86_64-linux-gnu/openblas-pthread:${LD_LIBRARY_PATH:-}"
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+
+# Build for this GPU only (the release build names every target).
+cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d . )
+archs=${ORIN_CUDA_ARCHS:-$([ "$cc" = 90 ] && echo 90a || echo "$cc")}
+SECONDS=0
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DORIN_CUDA_ARCHS="$archs" \
   -DCMAKE_PREFIX_PATH="$prefix/usr" >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
-cmake --build build-gpu -j "$(nproc)" >"$out/build.log" 2>&1 || { grep -E "error|Error" "$out/build.log" | head -30; exit 1; }
+cmake --build "$build" -j "$(nproc)" >"$out/build.log" 2>&1 || { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
+build_s=$SECONDS
 nvidia-smi --query-gpu=name,memory.total,clocks.max.memory --format=csv,noheader | tee "$out/gpu.txt"
-ctest --test-dir build-gpu --output-on-failure -j 8 2>&1 | tee "$out/ctest.log" | tail -25
+
+SECONDS=0
+ctest --test-dir "$build" --output-on-failure -j 8 >"$out/ctest.log" 2>&1
+ctest_rc=$?
+ctest_s=$SECONDS
+grep -E "tests passed|tests failed" "$out/ctest.log"
+grep -E "\*\*\*Failed|Not Run|Timeout" "$out/ctest.log" | head -40
+
+san_rows=()
+if [ $sanitize = 1 ]; then
+  cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  sanitize_one() { # name tool command...
+    local name=$1 tool=$2; shift 2
+    SECONDS=0
+    ORIN_TEST_QUICK=1 "$cs" --tool "$tool" --error-exitcode 99 --print-limit 20 "$@" \
+      >"$out/san-$name-$tool.log" 2>&1
+    local rc=$?
+    local errs; errs=$(grep -E "ERROR SUMMARY" "$out/san-$name-$tool.log" | tail -1)
+    san_rows+=("$(printf '%-28s %-9s rc %-3s %4ss  %s' "$name" "$tool" "$rc" "$SECONDS" "$errs")")
+  }
+  models=tests/data/models
+  sanitize_one ops.common memcheck "$build/test_ops_common" --device cuda
+  for p in mha fa1 fa2; do
+    sanitize_one ops.attention.$p memcheck "$build/test_ops_attention" $p --device cuda
+    sanitize_one ops.attention.$p racecheck "$build/test_ops_attention" $p --device cuda
+  done
+  sanitize_one ops.common racecheck "$build/test_ops_common" --device cuda
+  sanitize_one model.qwen3.fa2.f16 memcheck "$build/test_model_logprobs" $models/qwen3-tiny \
+    $models/qwen3-tiny/ref_short.json fa2 decode --device cuda --dtype f16 --tol 0.25
+  sanitize_one model.qwen2.mha.f32 memcheck "$build/test_model_logprobs" $models/qwen2-tiny \
+    $models/qwen2-tiny/ref_short.json mha prefill --device cuda --tol 2e-3
+fi
+
+echo
+echo "== summary =="
+echo "build ${build_s}s (CUDA ${archs}), ctest ${ctest_s}s rc ${ctest_rc}: $(grep -E 'tests passed' "$out/ctest.log")"
+grep -E "^gpu +=" -A0 "$out/ctest.log" || true
+for r in "${san_rows[@]}"; do echo "$r"; done
+exit $ctest_rc

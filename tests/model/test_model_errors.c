@@ -70,6 +70,54 @@ static void expect_load_error(const char *dir, const char *what, const char *nee
     orin_model_free(m);
 }
 
+/* A host device that reports `fake_free` bytes of free memory: the memory plan
+ * of a GPU, exercised on the host. */
+static size_t fake_free;
+
+static int fake_mem_info(orin_device *dev, size_t *free_bytes, size_t *total_bytes)
+{
+    *free_bytes = fake_free;
+    *total_bytes = 2 * fake_free;
+    return 0;
+}
+
+static void test_memory_plan(const char *dir)
+{
+    orin_device_ops ops = *orin_device_cpu()->ops;
+    ops.mem_info = fake_mem_info;
+    orin_device small = *orin_device_cpu();
+    small.ops = &ops;
+    snprintf(small.name, sizeof small.name, "small");
+    orin_model_options opt = {.path = dir, .dtype = ORIN_F32, .device = &small, .registry = reg,
+                              .attention = "mha", .max_context = 40000, .prefill_chunk = 16};
+    /* 256 MiB of headroom is kept free; 8 MiB more than that leaves room for the
+     * tiny model (2.6 MB of f32 weights) and a cache of some hundreds of positions
+     * (qwen3-tiny: 2 * 3 layers * 2 kv heads * 64 * 4 bytes = 3 KiB a position). */
+    fake_free = (size_t)264 << 20;
+    orin_model *m = NULL;
+    orin_error_clear();
+    CHECK(orin_model_load(&opt, &m) != 0 && m == NULL, "40000 positions fit 2 MiB?");
+    const char *err = orin_error();
+    const char *hint = strstr(err, "runtime.max_context = ");
+    CHECK(strstr(err, "needs") && strstr(err, "on small") && strstr(err, "KV cache") &&
+          strstr(err, "40000 positions") && strstr(err, "GiB are free") && hint,
+          "memory error: %s", err);
+    int fits = hint ? atoi(hint + strlen("runtime.max_context = ")) : 0;
+    CHECK(fits > 100 && fits < 40000, "hint %d", fits);
+    /* the hinted context loads; one more position does not */
+    opt.max_context = fits;
+    CHECK(orin_model_load(&opt, &m) == 0, "hinted context %d: %s", fits, orin_error());
+    orin_model_free(m);
+    m = NULL;
+    opt.max_context = fits + 1;
+    CHECK(orin_model_load(&opt, &m) != 0, "one past the hint loads");
+    /* nothing fits: the weights alone */
+    fake_free = (size_t)257 << 20;
+    opt.max_context = 64;
+    CHECK(orin_model_load(&opt, &m) != 0 && strstr(orin_error(), "weights alone"),
+          "no room: %s", orin_error());
+}
+
 int main(void)
 {
     reg = orin_registry_create();
@@ -115,6 +163,8 @@ int main(void)
               orin_error());
         orin_model_free(m);
     }
+
+    test_memory_plan(dir);
 
     /* Calls that do not fit: errors before any work, and the model stays usable. */
     orin_model *m = NULL;

@@ -3,7 +3,14 @@
  * texts (computed by transformers in float64 from the same saved weights) must
  * agree within 1e-3, with the same argmax at every position.
  *
- * usage: test_model_logprobs MODEL_DIR REF_JSON BACKEND PATH(prefill|decode) [DTYPE] [TOL] */
+ * With PATH greedy, it instead checks that greedy generation on the device gives
+ * the same tokens eagerly and replayed as a CUDA graph, and in f32 the host's
+ * (200 steps after a 32-token prompt of the reference text).
+ *
+ * usage: test_model_logprobs MODEL_DIR REF_JSON BACKEND PATH(prefill|decode|greedy)
+ *            [--dtype DT] [--tol MAX] [--mean-tol MEAN] [--device cpu|cuda]
+ *            [--graph on|off]  (replay the decode step as a CUDA graph; default off)
+ * On cuda it exits 77 (skipped) where no GPU is visible. */
 #include "test_util.h"
 #include "model.h"
 
@@ -81,19 +88,98 @@ static double logprob_of(const float *row, int32_t V, int32_t id, int32_t *argma
     return (double)row[id] - (double)row[best] - log(sum);
 }
 
+/* Greedy generation: the prompt, then `steps` tokens each the argmax of the
+ * last logits. Returns 0, or -1 with the error set. */
+static int greedy(orin_model *m, const int32_t *prompt, int32_t n, int32_t steps, int32_t *out)
+{
+    const int32_t V = orin_model_get_config(m)->vocab_size;
+    float *logits = malloc((size_t)V * sizeof *logits);
+    int rc = logits ? orin_model_prefill(m, prompt, n, 0, logits, false) : -1;
+    for (int32_t i = 0; rc == 0 && i < steps; i++) {
+        int32_t best = 0;
+        for (int32_t j = 1; j < V; j++)
+            best = logits[j] > logits[best] ? j : best;
+        out[i] = best;
+        rc = orin_model_decode(m, best, n + i, logits);
+    }
+    free(logits);
+    return rc;
+}
+
+/* Greedy tokens of the model in `opt` on its device, eagerly and replayed as a
+ * device graph, are the same; in f32 they also equal the host's. */
+static void compare_greedy(const orin_model_options *opt, const reference *ref)
+{
+    enum { PROMPT = 32, STEPS = 200 };
+    int32_t n = ref->n < PROMPT ? ref->n : PROMPT;
+    int32_t runs[3][STEPS];
+    const char *names[3] = {"eager", "graph", "host"};
+    int count = opt->dtype == ORIN_F32 ? 3 : 2;
+    for (int r = 0; r < count; r++) {
+        orin_model_options o = *opt;
+        o.cuda_graph = r == 1;
+        o.device = r == 2 ? orin_device_cpu() : opt->device;
+        o.max_context = n + STEPS;
+        orin_model *m = NULL;
+        CHECK(orin_model_load(&o, &m) == 0, "%s load: %s", names[r], orin_error());
+        CHECK(m && greedy(m, ref->ids, n, STEPS, runs[r]) == 0, "%s: %s", names[r],
+              orin_error());
+        orin_model_free(m);
+    }
+    for (int r = 1; r < count; r++) {
+        int first = -1;
+        for (int i = 0; i < STEPS && first < 0; i++)
+            if (runs[r][i] != runs[0][i])
+                first = i;
+        printf("greedy %s vs %s, %d prompt tokens, %d steps: %s\n", names[r], names[0], n,
+               STEPS, first < 0 ? "identical" : "differ");
+        CHECK(first < 0, "greedy tokens (%s vs %s) differ from step %d: %d vs %d", names[r],
+              names[0], first, first >= 0 ? runs[r][first] : 0, first >= 0 ? runs[0][first] : 0);
+    }
+}
+
+static void usage(const char *argv0)
+{
+    fprintf(stderr, "usage: %s MODEL_DIR REF_JSON BACKEND prefill|decode|greedy [--dtype DT] "
+                    "[--tol MAX] [--mean-tol MEAN] [--device cpu|cuda] [--graph on|off]\n", argv0);
+    exit(2);
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 5) {
-        fprintf(stderr, "usage: %s MODEL_DIR REF_JSON BACKEND prefill|decode [DTYPE] [TOL]\n",
-                argv[0]);
-        return 2;
-    }
+    if (argc < 5)
+        usage(argv[0]);
     const char *model_dir = argv[1], *ref_path = argv[2], *backend = argv[3], *path = argv[4];
     orin_dtype dtype = ORIN_F32;
-    if (argc > 5 && orin_dtype_from_name(argv[5], &dtype) != 0)
-        return 2;
-    double tol = argc > 6 ? atof(argv[6]) : 1e-3;
+    double tol = 1e-3, mean_tol = INFINITY;
+    const char *device_name = "cpu";
+    bool graph = false;
+    for (int i = 5; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--dtype") == 0 && orin_dtype_from_name(argv[i + 1], &dtype) == 0)
+            continue;
+        if (strcmp(argv[i], "--tol") == 0)
+            tol = atof(argv[i + 1]);
+        else if (strcmp(argv[i], "--mean-tol") == 0)
+            mean_tol = atof(argv[i + 1]);
+        else if (strcmp(argv[i], "--device") == 0)
+            device_name = argv[i + 1];
+        else if (strcmp(argv[i], "--graph") == 0)
+            graph = strcmp(argv[i + 1], "on") == 0;
+        else
+            usage(argv[0]);
+    }
+    if (argc % 2 == 0)
+        usage(argv[0]); /* a flag without its value */
     bool decode = strcmp(path, "decode") == 0;
+    if (strcmp(device_name, "cuda") == 0 && !orin_cuda_available()) {
+        printf("skipped: no CUDA device\n");
+        return TEST_SKIP;
+    }
+    orin_device *device = orin_device_open(device_name);
+    if (!device) {
+        fprintf(stderr, "device: %s\n", orin_error());
+        return 1;
+    }
 
     reference ref = {0};
     if (load_reference(ref_path, &ref) != 0) {
@@ -109,14 +195,25 @@ int main(int argc, char **argv)
     orin_model_options opt = {
         .path = model_dir,
         .dtype = dtype,
-        .device = orin_device_cpu(),
+        .device = device,
         .registry = reg,
         .attention = backend,
         .strict = true,
         .max_context = ref.n + 8,
         .prefill_chunk = 200, /* several chunks over the long text */
+        .cuda_graph = graph,
     };
     orin_model *m = NULL;
+    if (strcmp(path, "greedy") == 0) {
+        compare_greedy(&opt, &ref);
+        orin_registry_destroy(reg);
+        orin_plugin_set_destroy(plugins);
+        orin_device_close(device);
+        free(ref.ids);
+        free(ref.logprobs);
+        free(ref.argmax);
+        return test_finish();
+    }
     if (orin_model_load(&opt, &m) != 0) {
         fprintf(stderr, "load: %s\n", orin_error());
         return 1;
@@ -132,7 +229,7 @@ int main(int argc, char **argv)
     }
     CHECK(rc == 0, "forward: %s", orin_error());
 
-    double worst = 0;
+    double worst = 0, sum_err = 0;
     int argmax_mismatches = 0;
     for (int32_t i = 0; rc == 0 && i < ref.n; i++) {
         int32_t am;
@@ -142,13 +239,16 @@ int main(int argc, char **argv)
             double err = fabs(lp - ref.logprobs[i]);
             if (!(err <= worst))
                 worst = err; /* also catches NaN */
+            sum_err += err;
         }
         if (am != ref.argmax[i] && argmax_mismatches++ < 5)
             fprintf(stderr, "position %d: argmax %d, reference %d\n", i, am, ref.argmax[i]);
     }
-    printf("%s %s %s %s: %d tokens, max |logprob - reference| = %.3g\n", model_dir, backend, path,
-           orin_dtype_name(dtype), ref.n, worst);
+    double mean = sum_err / (ref.n - 1);
+    printf("%s %s %s %s on %s: %d tokens, |logprob - reference| max %.3g, mean %.3g\n", model_dir,
+           backend, path, orin_dtype_name(dtype), device->name, ref.n, worst, mean);
     CHECK(worst < tol, "max |logprob - reference| = %g >= %g", worst, tol);
+    CHECK(mean < mean_tol, "mean |logprob - reference| = %g >= %g", mean, mean_tol);
     /* f32 must pick the reference's argmax everywhere (the references keep every
      * top-2 gap well above f32 error); f16/bf16 round the weights and
      * activations again, so near ties may flip: at most 5% of positions. */
@@ -160,6 +260,7 @@ int main(int argc, char **argv)
     orin_model_free(m);
     orin_registry_destroy(reg);
     orin_plugin_set_destroy(plugins);
+    orin_device_close(device);
     free(ref.ids);
     free(ref.logprobs);
     free(ref.argmax);

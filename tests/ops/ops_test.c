@@ -48,6 +48,12 @@ void ops_test_init(int argc, char **argv)
     }
 }
 
+bool ops_test_quick(void)
+{
+    const char *v = getenv("ORIN_TEST_QUICK");
+    return v && *v && strcmp(v, "0") != 0;
+}
+
 orin_device_kind ops_target(void)
 {
     return gpu ? ORIN_DEVICE_CUDA : ORIN_DEVICE_CPU;

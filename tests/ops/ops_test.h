@@ -22,6 +22,9 @@ struct ops_buf;
  * Two tensors over one host buffer share one device copy, so aliasing is kept;
  * pointers written into a call struct by hand stay host pointers. */
 void ops_test_init(int argc, char **argv);
+/* True when ORIN_TEST_QUICK is set (to anything but 0): suites leave out their
+ * largest cases, for runs under compute-sanitizer (10-100x slower). */
+bool ops_test_quick(void);
 orin_device_kind ops_target(void);
 bool ops_on_gpu(void);
 /* The device pointer standing for host[0..bytes) (uploaded now), or host on the CPU. */

@@ -21,6 +21,7 @@ typedef struct orin_engine {
     /* Opened by engine_open_model, after the plugins; closed before them. */
     orin_tokenizer *tokenizer;
     orin_model *model;
+    double load_seconds;         /* orin_model_load's wall time */
 } orin_engine;
 
 /* Opens runtime.device, creates the registry and loads the plugins: those of

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static int load_failed(orin_engine *e)
@@ -107,9 +108,20 @@ int engine_open_model(orin_engine *e, const orin_cli *cli)
                            ? cfg->runtime.max_context : ORIN_CONTEXT_AUTO,
         .prefill_chunk = cfg->runtime.prefill_chunk,
         .progress = isatty(STDOUT_FILENO) && isatty(STDERR_FILENO),
+        .cuda_graph = cfg->runtime.cuda_graph,
     };
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     if (orin_model_load(&opt, &e->model) != 0)
         return load_failed(e); /* its errors name the file, or the key to change */
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    e->load_seconds = seconds;
+    double gib = (double)orin_model_weight_bytes(e->model) / 1073741824.0;
+    orin_log(ORIN_LOG_DEBUG, "model: %s loaded in %.2f s (%.2f GiB of %s weights on %s, "
+             "%.2f GiB/s)", cfg->model.path, seconds, gib,
+             orin_dtype_name(orin_model_dtype(e->model)), e->device->name,
+             seconds > 0 ? gib / seconds : 0.0);
     return ORIN_EXIT_OK;
 }
 

@@ -34,6 +34,13 @@ typedef struct orin_device_ops {
     /* Free and total bytes of the device's memory; NULL when the device cannot
      * tell (the host: the page cache and mmap'd weights make "free" moot). */
     int (*mem_info)(orin_device *dev, size_t *free_bytes, size_t *total_bytes);
+    /* Records the work fn(ctx) queues on the device's stream, without running it,
+     * into a graph that graph_launch replays as a whole (a CUDA graph: one launch
+     * for a decode step's hundreds of kernels). fn must only queue work: no
+     * synchronisation, no allocation. NULL where the device has no graphs. */
+    int (*graph_capture)(orin_device *dev, int (*fn)(void *ctx), void *ctx, void **graph);
+    int (*graph_launch)(orin_device *dev, void *graph);
+    void (*graph_destroy)(orin_device *dev, void *graph);
 } orin_device_ops;
 
 #define ORIN_DEVICE_OPS_VERSION 2

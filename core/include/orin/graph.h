@@ -35,6 +35,11 @@ size_t orin_graph_workspace_size(const orin_graph *g);
  * error with the node's label and op name. */
 int orin_graph_run(const orin_graph *g, const orin_exec *ex);
 
+/* Whether every node's implementation is flagged ORIN_OP_GRAPH_SAFE (may be
+ * captured into a device graph and replayed); if not, *first names the first
+ * node that is not ("layer 0 attention (attention.decode, mha)"). */
+bool orin_graph_replayable(const orin_graph *g, char *first, size_t cap);
+
 #ifdef __cplusplus
 }
 #endif

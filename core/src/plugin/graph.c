@@ -93,3 +93,15 @@ int orin_graph_run(const orin_graph *g, const orin_exec *ex)
     }
     return 0;
 }
+
+bool orin_graph_replayable(const orin_graph *g, char *first, size_t cap)
+{
+    for (size_t i = 0; i < g->count; i++) {
+        const orin_node *node = &g->nodes[i];
+        if (!(node->impl->flags & ORIN_OP_GRAPH_SAFE)) {
+            snprintf(first, cap, "%s (%s, %s)", node->label, node->impl->op, node->impl->provider);
+            return false;
+        }
+    }
+    return true;
+}

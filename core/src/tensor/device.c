@@ -82,6 +82,9 @@ static const orin_device_ops host_ops = {
     .destroy = NULL, /* the singleton lives as long as the process */
     .upload = host_upload,
     .mem_info = NULL,
+    .graph_capture = NULL, /* host ops run as they are called */
+    .graph_launch = NULL,
+    .graph_destroy = NULL,
 };
 
 static orin_device host_device = {

@@ -239,6 +239,53 @@ static int cuda_mem_info(orin_device *dev, size_t *free_bytes, size_t *total_byt
     return 0;
 }
 
+/* ---- graphs ---- */
+
+static int cuda_graph_capture(orin_device *dev, int (*fn)(void *ctx), void *ctx, void **out)
+{
+    cudaStream_t stream = stream_of(dev);
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    *out = NULL;
+    /* ThreadLocal: other threads' CUDA calls (none today) may go on meanwhile. */
+    cudaError_t err = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
+    if (err != cudaSuccess)
+        return cuda_fail(dev, "cudaStreamBeginCapture", err);
+    int rc = fn(ctx);
+    err = cudaStreamEndCapture(stream, &graph);
+    if (rc != 0) {
+        if (graph)
+            (void)cudaGraphDestroy(graph);
+        (void)cudaGetLastError();
+        return orin_error_prefix("cuda:%d: while capturing a graph: ", dev->index);
+    }
+    if (err != cudaSuccess)
+        return cuda_fail(dev, "cudaStreamEndCapture (an op did something a graph cannot hold)",
+                         err);
+    err = cudaGraphInstantiate(&exec, graph, 0);
+    (void)cudaGraphDestroy(graph);
+    if (err != cudaSuccess)
+        return cuda_fail(dev, "cudaGraphInstantiate", err);
+    *out = exec;
+    return 0;
+}
+
+static int cuda_graph_launch(orin_device *dev, void *graph)
+{
+    cudaError_t err = cudaGraphLaunch((cudaGraphExec_t)graph, stream_of(dev));
+    if (err != cudaSuccess)
+        return cuda_fail(dev, "cudaGraphLaunch", err);
+    return 0;
+}
+
+static void cuda_graph_destroy(orin_device *dev, void *graph)
+{
+    if (graph && cudaGraphExecDestroy((cudaGraphExec_t)graph) != cudaSuccess) {
+        (void)cudaGetLastError();
+        orin_log(ORIN_LOG_WARN, "cuda:%d: cudaGraphExecDestroy failed", dev->index);
+    }
+}
+
 static void cuda_destroy(orin_device *dev)
 {
     cudaError_t err = cudaStreamSynchronize(stream_of(dev));
@@ -265,6 +312,9 @@ static const orin_device_ops cuda_ops = {
     .destroy = cuda_destroy,
     .upload = cuda_upload,
     .mem_info = cuda_mem_info,
+    .graph_capture = cuda_graph_capture,
+    .graph_launch = cuda_graph_launch,
+    .graph_destroy = cuda_graph_destroy,
 };
 
 /* Peak bandwidth from the memory clock (kHz) and bus width (bits), both double
