@@ -28,6 +28,7 @@ typedef struct orin_model_options {
     bool progress;                /* show loading progress (on a terminal) */
     bool cuda_graph;              /* replay the decode step as one device graph where the
                                      device has graphs and every decode op is graph-safe */
+    bool fused_ops;               /* use the fused ops (orin/ops.h) the registry has */
 } orin_model_options;
 
 int orin_model_load(const orin_model_options *opt, orin_model **out);

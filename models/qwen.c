@@ -38,6 +38,10 @@ typedef struct qwen_layer {
 typedef struct qwen_ops {
     const orin_op_impl *embedding, *rmsnorm, *rope, *matmul, *swiglu, *add, *kv_write;
     const orin_op_impl *attn_prefill, *attn_decode;
+    /* The fused ops (orin/ops.h), NULL where no plugin has them for the model's
+     * device and dtype or runtime.fused_ops is off: the graph then runs the
+     * sequence each one stands for. */
+    const orin_op_impl *add_rmsnorm, *matmul_qkv, *matmul_swiglu, *rope_kv_write;
 } qwen_ops;
 
 /* Device activation buffers, sized for `rows` tokens (one prefill chunk). */
@@ -303,6 +307,43 @@ static orin_attention_args attention_probe(const orin_model *m, int32_t rows, in
     };
 }
 
+/* The fused ops the registry has for the model's device and dtype (any
+ * provider; none is an error: the graph then runs the plain sequence). */
+static int bind_fused_ops(orin_model *m, const orin_model_options *opt)
+{
+    const orin_model_config *c = &m->cfg;
+    const int64_t qd[3] = {1, c->num_attention_heads, c->head_dim};
+    const int64_t kd[3] = {1, c->num_key_value_heads, c->head_dim};
+    const orin_rope_kv_write_args rope_probe = {
+        .q = orin_tensor_make(NULL, m->dtype, m->dev->kind, 3, qd),
+        .k = orin_tensor_make(NULL, m->dtype, m->dev->kind, 3, kd),
+        .v = orin_tensor_make(NULL, m->dtype, m->dev->kind, 3, kd),
+    };
+    struct {
+        const char *op;
+        const orin_op_impl **dst;
+        const void *args;
+    } table[] = {
+        {ORIN_OP_ADD_RMSNORM, &m->op.add_rmsnorm, NULL},
+        {ORIN_OP_MATMUL_QKV, &m->op.matmul_qkv, NULL},
+        {ORIN_OP_MATMUL_SWIGLU, &m->op.matmul_swiglu, NULL},
+        {ORIN_OP_ROPE_KV_WRITE, &m->op.rope_kv_write, &rope_probe},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        orin_bind_request req = {
+            .op = table[i].op,
+            .device = m->dev->kind,
+            .dtype = m->dtype,
+            .args = table[i].args,
+        };
+        *table[i].dst = orin_registry_bind(opt->registry, &req);
+        if (*table[i].dst)
+            orin_log(ORIN_LOG_DEBUG, "fused op %s: \"%s\"", table[i].op, (*table[i].dst)->provider);
+    }
+    orin_error_clear();
+    return 0;
+}
+
 static int bind_ops(orin_model *m, const orin_model_options *opt)
 {
     const orin_attention_args probe = attention_probe(m, 1, m->context);
@@ -335,7 +376,7 @@ static int bind_ops(orin_model *m, const orin_model_options *opt)
         if (!*table[i].dst)
             return -1;
     }
-    return 0;
+    return opt->fused_ops ? bind_fused_ops(m, opt) : 0;
 }
 
 /* One activation buffer: [rows, cols] of dt (cols 0: a vector of rows). */
@@ -537,8 +578,82 @@ static void add_rmsnorm(orin_model *m, graph_builder *b, orin_tensor x, const or
     ADD_NODE(b, m->op.rmsnorm, a, what);
 }
 
+/* Residual add, then rmsnorm: x += *residual (when residual is not NULL), h =
+ * rmsnorm(x) * w. One fused op where bound, else add and rmsnorm. */
+static void add_residual_norm(orin_model *m, graph_builder *b, orin_tensor x,
+                              const orin_tensor *residual, const orin_tensor *w, orin_tensor h,
+                              const char *what)
+{
+    if (m->op.add_rmsnorm) {
+        orin_add_rmsnorm_args a = {.x = x, .weight = *w, .out = h,
+                                   .eps = (float)m->cfg.rms_norm_eps};
+        if (residual)
+            a.residual = *residual;
+        ADD_NODE(b, m->op.add_rmsnorm, a, what);
+        return;
+    }
+    if (residual) {
+        orin_add_args res = {.a = x, .b = *residual, .out = x};
+        ADD_NODE(b, m->op.add, res, "residual");
+    }
+    add_rmsnorm(m, b, x, w, h, what);
+}
+
+static void add_qkv(orin_model *m, graph_builder *b, const qwen_layer *L, orin_tensor h,
+                    int64_t n)
+{
+    qwen_buffers *bf = &m->buf;
+    if (m->op.matmul_qkv) {
+        orin_matmul_qkv_args a = {
+            .x = h,
+            .w = {L->q_w, L->k_w, L->v_w},
+            .bias = {L->q_b, L->k_b, L->v_b},
+            .y = {rows2(&bf->q, 0, n), rows2(&bf->k, 0, n), rows2(&bf->v, 0, n)},
+        };
+        ADD_NODE(b, m->op.matmul_qkv, a, "qkv_proj");
+        return;
+    }
+    add_matmul(m, b, h, &L->q_w, &L->q_b, rows2(&bf->q, 0, n), "q_proj");
+    add_matmul(m, b, h, &L->k_w, &L->k_b, rows2(&bf->k, 0, n), "k_proj");
+    add_matmul(m, b, h, &L->v_w, &L->v_b, rows2(&bf->v, 0, n), "v_proj");
+}
+
+/* [Qwen3] q/k norms, RoPE on q and k, k and v into the cache. */
+static void add_rope_cache(orin_model *m, graph_builder *b, const qwen_layer *L, orin_tensor q,
+                           orin_tensor k, orin_tensor v, orin_tensor pos,
+                           const orin_kv_view *cache, int64_t n)
+{
+    const orin_model_config *c = &m->cfg;
+    if (m->op.rope_kv_write) {
+        orin_rope_kv_write_args a = {.q = q, .k = k, .v = v, .positions = pos,
+                                     .eps = (float)c->rms_norm_eps,
+                                     .theta = (float)c->rope_theta, .cache = *cache};
+        if (c->qk_norm) {
+            a.q_norm = L->q_norm;
+            a.k_norm = L->k_norm;
+        }
+        ADD_NODE(b, m->op.rope_kv_write, a, "rope_kv_write");
+        return;
+    }
+    if (c->qk_norm) {
+        const int64_t qr[2] = {n * q.shape[1], q.shape[2]}, kr[2] = {n * k.shape[1], k.shape[2]};
+        orin_tensor qf = orin_tensor_make(q.data, q.dtype, q.device, 2, qr);
+        orin_tensor kf = orin_tensor_make(k.data, k.dtype, k.device, 2, kr);
+        add_rmsnorm(m, b, qf, &L->q_norm, qf, "q_norm");
+        add_rmsnorm(m, b, kf, &L->k_norm, kf, "k_norm");
+    }
+    orin_rope_args rq = {.x = q, .positions = pos, .theta = (float)c->rope_theta};
+    orin_rope_args rk = {.x = k, .positions = pos, .theta = (float)c->rope_theta};
+    ADD_NODE(b, m->op.rope, rq, "rope q");
+    ADD_NODE(b, m->op.rope, rk, "rope k");
+    orin_kv_write_args kw = {.k = k, .v = v, .positions = pos, .cache = *cache};
+    ADD_NODE(b, m->op.kv_write, kw, "kv_write");
+}
+
+/* The attention half of layer l. `pending` is the previous MLP's output when
+ * its residual add was deferred into this layer's first norm (NULL if none). */
 static void add_attention_block(orin_model *m, graph_builder *b, int32_t l, int64_t n,
-                                bool decode, int32_t max_kv_len)
+                                bool decode, int32_t max_kv_len, const orin_tensor *pending)
 {
     const orin_model_config *c = &m->cfg;
     const qwen_layer *L = &m->layers[l];
@@ -547,28 +662,14 @@ static void add_attention_block(orin_model *m, graph_builder *b, int32_t l, int6
     orin_tensor x = rows2(&bf->x, 0, n), h = rows2(&bf->h, 0, n), o = rows2(&bf->o, 0, n);
     orin_tensor pos = rows1(&bf->pos, n);
 
-    add_rmsnorm(m, b, x, &L->attn_norm, h, "input_layernorm");
-    add_matmul(m, b, h, &L->q_w, &L->q_b, rows2(&bf->q, 0, n), "q_proj");
-    add_matmul(m, b, h, &L->k_w, &L->k_b, rows2(&bf->k, 0, n), "k_proj");
-    add_matmul(m, b, h, &L->v_w, &L->v_b, rows2(&bf->v, 0, n), "v_proj");
+    add_residual_norm(m, b, x, pending, &L->attn_norm, h, "input_layernorm");
+    add_qkv(m, b, L, h, n);
 
     const int64_t qh[3] = {n, H, hd}, kh[3] = {n, Hkv, hd};
     orin_tensor q = rows_view(&bf->q, 0, 3, qh), k = rows_view(&bf->k, 0, 3, kh);
     orin_tensor v = rows_view(&bf->v, 0, 3, kh);
-    if (c->qk_norm) {
-        const int64_t qr[2] = {n * H, hd}, kr[2] = {n * Hkv, hd};
-        orin_tensor qf = rows_view(&bf->q, 0, 2, qr), kf = rows_view(&bf->k, 0, 2, kr);
-        add_rmsnorm(m, b, qf, &L->q_norm, qf, "q_norm");
-        add_rmsnorm(m, b, kf, &L->k_norm, kf, "k_norm");
-    }
-    orin_rope_args rq = {.x = q, .positions = pos, .theta = (float)c->rope_theta};
-    orin_rope_args rk = {.x = k, .positions = pos, .theta = (float)c->rope_theta};
-    ADD_NODE(b, m->op.rope, rq, "rope q");
-    ADD_NODE(b, m->op.rope, rk, "rope k");
-
     orin_kv_view cache = orin_kv_cache_view(m->kv, l);
-    orin_kv_write_args kw = {.k = k, .v = v, .positions = pos, .cache = cache};
-    ADD_NODE(b, m->op.kv_write, kw, "kv_write");
+    add_rope_cache(m, b, L, q, k, v, pos, &cache, n);
 
     orin_attention_args at = {
         .q = q,
@@ -579,27 +680,35 @@ static void add_attention_block(orin_model *m, graph_builder *b, int32_t l, int6
         .max_kv_len = max_kv_len,
     };
     ADD_NODE(b, decode ? m->op.attn_decode : m->op.attn_prefill, at, "attention");
-
     add_matmul(m, b, rows2(&bf->attn, 0, n), &L->o_w, &L->o_b, o, "o_proj");
-    orin_add_args res = {.a = x, .b = o, .out = x};
-    ADD_NODE(b, m->op.add, res, "residual");
 }
 
-static void add_mlp_block(orin_model *m, graph_builder *b, int32_t l, int64_t n)
+/* The MLP half of layer l, its norm adding the attention output to x first.
+ * Its own output (o) is added to x here, or, where add_rmsnorm is bound, by
+ * the next norm: returns true then (the add is pending). */
+static bool add_mlp_block(orin_model *m, graph_builder *b, int32_t l, int64_t n)
 {
     const qwen_layer *L = &m->layers[l];
     qwen_buffers *bf = &m->buf;
     orin_tensor x = rows2(&bf->x, 0, n), h = rows2(&bf->h, 0, n), o = rows2(&bf->o, 0, n);
     orin_tensor gate = rows2(&bf->gate, 0, n), up = rows2(&bf->up, 0, n);
 
-    add_rmsnorm(m, b, x, &L->mlp_norm, h, "post_attention_layernorm");
-    add_matmul(m, b, h, &L->gate_w, NULL, gate, "gate_proj");
-    add_matmul(m, b, h, &L->up_w, NULL, up, "up_proj");
-    orin_swiglu_args sw = {.gate = gate, .up = up, .out = gate};
-    ADD_NODE(b, m->op.swiglu, sw, "swiglu");
+    add_residual_norm(m, b, x, &o, &L->mlp_norm, h, "post_attention_layernorm");
+    if (m->op.matmul_swiglu) {
+        orin_matmul_swiglu_args a = {.x = h, .w_gate = L->gate_w, .w_up = L->up_w, .out = gate};
+        ADD_NODE(b, m->op.matmul_swiglu, a, "gate_up_swiglu");
+    } else {
+        add_matmul(m, b, h, &L->gate_w, NULL, gate, "gate_proj");
+        add_matmul(m, b, h, &L->up_w, NULL, up, "up_proj");
+        orin_swiglu_args sw = {.gate = gate, .up = up, .out = gate};
+        ADD_NODE(b, m->op.swiglu, sw, "swiglu");
+    }
     add_matmul(m, b, gate, &L->down_w, NULL, o, "down_proj");
+    if (m->op.add_rmsnorm)
+        return true;
     orin_add_args res = {.a = x, .b = o, .out = x};
     ADD_NODE(b, m->op.add, res, "residual");
+    return false;
 }
 
 /* logits_rows: 0 = none, n = all rows, 1 with n > 1 = the last row only. */
@@ -613,16 +722,20 @@ static int build_graph(orin_model *m, orin_graph *g, int64_t n, bool decode, int
     orin_embedding_args emb = {.table = m->embed, .ids = rows1(&bf->ids, n),
                                .out = rows2(&bf->x, 0, n)};
     ADD_NODE(&b, m->op.embedding, emb, "embedding");
+    orin_tensor o = rows2(&bf->o, 0, n);
+    bool pending = false; /* the last MLP output is not yet added to x */
     for (int32_t l = 0; l < m->cfg.num_hidden_layers; l++) {
         b.layer = l;
-        add_attention_block(m, &b, l, n, decode, max_kv_len);
-        add_mlp_block(m, &b, l, n);
+        add_attention_block(m, &b, l, n, decode, max_kv_len, pending ? &o : NULL);
+        pending = add_mlp_block(m, &b, l, n);
     }
     b.layer = -1;
-    if (logits_rows > 0) {
+    if (logits_rows > 0) { /* only these rows of x live on: the others' add is skipped */
         int64_t first = n - logits_rows;
         orin_tensor h = rows2(&bf->h, first, logits_rows);
-        add_rmsnorm(m, &b, rows2(&bf->x, first, logits_rows), &m->final_norm, h, "norm");
+        orin_tensor o_rows = rows2(&bf->o, first, logits_rows);
+        add_residual_norm(m, &b, rows2(&bf->x, first, logits_rows), pending ? &o_rows : NULL,
+                          &m->final_norm, h, "norm");
         add_matmul(m, &b, h, &m->lm_head, NULL, rows2(&bf->logits, 0, logits_rows), "lm_head");
     }
     if (b.rc != 0)

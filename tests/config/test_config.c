@@ -66,6 +66,7 @@ static void test_defaults(void)
     CHECK(cfg.model.dtype == ORIN_F32);
     CHECK(!strcmp(cfg.runtime.device, "auto"));
     CHECK(cfg.runtime.cuda_graph == true);
+    CHECK(cfg.runtime.fused_ops == true);
     CHECK(cfg.runtime.max_context == 4096);
     CHECK(cfg.runtime.threads == 0);
     CHECK(cfg.runtime.prefill_chunk == 512);
@@ -448,10 +449,10 @@ static void test_round_trip(void)
     CHECK(cfg.score.path == ORIN_SCORE_DECODE && cfg.model.dtype == ORIN_F16);
     CHECK(!strcmp(cfg.model.path, "/m"));
 
-    /* Every key is written, and the written file sets all 28 of them. */
+    /* Every key is written, and the written file sets all 29 of them. */
     char names[64][64];
     int n = key_names(text, names, 64);
-    CHECK(n == 28, "%d keys written", n);
+    CHECK(n == 29, "%d keys written", n);
     for (int i = 0; i < n; i++) {
         char sec[64], *dot;
         snprintf(sec, sizeof sec, "%s", names[i]);

@@ -109,6 +109,7 @@ int engine_open_model(orin_engine *e, const orin_cli *cli)
         .prefill_chunk = cfg->runtime.prefill_chunk,
         .progress = isatty(STDOUT_FILENO) && isatty(STDERR_FILENO),
         .cuda_graph = cfg->runtime.cuda_graph,
+        .fused_ops = cfg->runtime.fused_ops,
     };
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -32,6 +32,7 @@ typedef struct orin_config {
     struct {
         char device[16];                  /* auto | cpu | cuda          default auto */
         bool cuda_graph;                  /*                            default true */
+        bool fused_ops;                   /*                            default true */
         int32_t max_context;              /* >= 1; 0 = the model's max_position_embeddings, default 4096 */
         int32_t threads;                  /* >= 0; 0 = all cores        default 0 */
         int32_t prefill_chunk;            /* tokens per prefill pass    default 512 */

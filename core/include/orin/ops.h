@@ -35,6 +35,15 @@ extern "C" {
 #define ORIN_OP_ATTENTION_PREFILL  "attention.prefill"
 #define ORIN_OP_ATTENTION_DECODE   "attention.decode"
 
+/* Fused ops: each computes what a sequence of the ops above computes, in fewer
+ * passes over memory and fewer launches. A model uses one where the registry
+ * has it for its device and dtype, else the sequence; the tests hold each
+ * against its sequence. */
+#define ORIN_OP_ADD_RMSNORM        "add_rmsnorm"
+#define ORIN_OP_MATMUL_QKV         "matmul.qkv"
+#define ORIN_OP_MATMUL_SWIGLU      "matmul.swiglu"
+#define ORIN_OP_ROPE_KV_WRITE      "rope_kv_write"
+
 /* out[i, :] = table[ids[i], :]      table [V, d], ids i32 [n], out [n, d] */
 typedef struct orin_embedding_args {
     orin_tensor table;
@@ -144,6 +153,58 @@ typedef struct orin_attention_args {
     float scale;          /* usually 1/sqrt(hd) */
     int32_t max_kv_len;   /* see the top of this file */
 } orin_attention_args;
+
+/* ---- fused ops ---- */
+
+/* x += residual (skipped when residual.data is NULL), then out = rmsnorm(x) *
+ * weight: add then rmsnorm in one pass. x [rows, d] is updated in place and
+ * its sum rounded to the dtype before the norm reads it, as the sequence does.
+ * out [rows, d] must not overlap x or residual. */
+typedef struct orin_add_rmsnorm_args {
+    orin_tensor x;
+    orin_tensor residual;
+    orin_tensor weight;
+    orin_tensor out;
+    float eps;
+} orin_add_rmsnorm_args;
+
+/* The three projections of one input, one pass over x:
+ *   y[i] = x . w[i]^T (+ bias[i])      i = 0, 1, 2 (q, k, v)
+ * x [n, in], w[i] [out_i, in], bias[i] [out_i] or data NULL, y[i] [n, out_i]. */
+typedef struct orin_matmul_qkv_args {
+    orin_tensor x;
+    orin_tensor w[3];
+    orin_tensor bias[3];
+    orin_tensor y[3];
+} orin_matmul_qkv_args;
+
+/* out = silu(x . w_gate^T) * (x . w_up^T): the MLP's two projections and its
+ * activation. The two products are rounded to the dtype before the SwiGLU, as
+ * the sequence (matmul, matmul, swiglu) rounds them.
+ * x [n, in], w_gate and w_up [f, in], out [n, f]. */
+typedef struct orin_matmul_swiglu_args {
+    orin_tensor x;
+    orin_tensor w_gate;
+    orin_tensor w_up;
+    orin_tensor out;
+} orin_matmul_swiglu_args;
+
+/* The attention prologue of a Qwen layer: q and k each rmsnorm'ed per head with
+ * q_norm / k_norm [hd] (Qwen3; skipped when their data is NULL), then rotated
+ * (rope, theta), then k and v written into the cache at positions:
+ *   q [n, H, hd] in place, k [n, Hkv, hd] in place, v [n, Hkv, hd].
+ * The same function as rmsnorm, rmsnorm, rope, rope, kv_write. */
+typedef struct orin_rope_kv_write_args {
+    orin_tensor q;
+    orin_tensor k;
+    orin_tensor v;
+    orin_tensor q_norm;
+    orin_tensor k_norm;
+    orin_tensor positions;
+    float eps;
+    float theta;
+    orin_kv_view cache;
+} orin_rope_kv_write_args;
 
 #ifdef __cplusplus
 }

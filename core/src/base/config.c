@@ -100,6 +100,8 @@ static const key_def keys[] = {
      .doc = "auto (cuda when a GPU is present, else cpu), cpu, cuda or cuda:N (the N-th GPU)"},
     {"runtime", "cuda_graph", KEY_BOOL, FIELD(runtime.cuda_graph), .def = "true",
      .doc = "capture the decode step into a CUDA graph and replay it"},
+    {"runtime", "fused_ops", KEY_BOOL, FIELD(runtime.fused_ops), .def = "true",
+     .doc = "use fused ops (add+rmsnorm, q/k/v in one product, ...) where a plugin has them"},
     {"runtime", "max_context", KEY_INT, FIELD(runtime.max_context), INT_RANGE(0, INT32_MAX),
      .def = "4096", .doc = "KV cache length in tokens (unset: 4096, or the model's limit if "
                            "smaller); 0 = the model's max_position_embeddings"},
