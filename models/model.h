@@ -4,6 +4,7 @@
 #define ORIN_MODEL_H
 
 #include "orin/device.h"
+#include "orin/graph.h"
 #include "orin/registry.h"
 #include "orin/model_config.h"
 
@@ -53,5 +54,9 @@ int orin_model_prefill(orin_model *m, const int32_t *ids, int32_t n, int32_t sta
 
 /* One token at position pos through the decode path; logits [V] (may be NULL). */
 int orin_model_decode(orin_model *m, int32_t id, int32_t pos, float *logits);
+
+/* Times every op of the decode steps that follow into p (NULL: stop): the
+ * steps then run eagerly, op by op (orin_graph_run_profiled), for --profile. */
+void orin_model_set_profile(orin_model *m, orin_profile *p);
 
 #endif

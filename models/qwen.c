@@ -24,6 +24,7 @@
 #include "orin/safetensors.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,7 @@ struct orin_model {
     bool replay_decode;                   /* runtime.cuda_graph and the device can */
     int decode_steps;                     /* eager decode steps so far */
     void *decode_replay;                  /* the captured decode step (a CUDA graph) */
+    orin_profile *profile;                /* --profile: decode steps run op by op, timed */
     void *workspace;
     size_t workspace_size;
     void *staging;                        /* host buffer for non-f32 logits */
@@ -551,7 +553,24 @@ typedef struct graph_builder {
     int rc;
 } graph_builder;
 
-#define ADD_NODE(B, IMPL, ARGS, WHAT)                                                     \
+/* Bytes of the tensors a node reads and writes (NULL-data ones count 0), for
+ * the profile: bytes(3, &a.x, &a.w, &a.y). */
+static double bytes_of(int count, ...)
+{
+    va_list ap;
+    double total = 0;
+    va_start(ap, count);
+    for (int i = 0; i < count; i++) {
+        const orin_tensor *t = va_arg(ap, const orin_tensor *);
+        if (t && t->data)
+            total += (double)orin_tensor_nbytes(t);
+    }
+    va_end(ap);
+    return total;
+}
+
+/* Appends node ARGS running IMPL, labelled "layer N WHAT", moving BYTES. */
+#define ADD_NODE_BYTES(B, IMPL, ARGS, WHAT, BYTES)                                        \
     do {                                                                                  \
         char label_[48];                                                                  \
         if ((B)->layer >= 0)                                                              \
@@ -559,8 +578,11 @@ typedef struct graph_builder {
         else                                                                              \
             snprintf(label_, sizeof label_, "%s", WHAT);                                  \
         if ((B)->rc == 0)                                                                 \
-            (B)->rc = orin_graph_add((B)->g, IMPL, &(ARGS), sizeof(ARGS), label_);       \
+            (B)->rc = orin_graph_add((B)->g, IMPL, &(ARGS), sizeof(ARGS), label_, BYTES); \
     } while (0)
+#define ADD_NODE(B, IMPL, ARGS, WHAT, ...)                                                \
+    ADD_NODE_BYTES(B, IMPL, ARGS, WHAT,                                                   \
+                   ((orin_node_bytes){.fixed = bytes_of(__VA_ARGS__)}))
 
 static void add_matmul(orin_model *m, graph_builder *b, orin_tensor x, const orin_tensor *w,
                        const orin_tensor *bias, orin_tensor y, const char *what)
@@ -568,14 +590,14 @@ static void add_matmul(orin_model *m, graph_builder *b, orin_tensor x, const ori
     orin_matmul_args a = {.x = x, .w = *w, .y = y};
     if (bias && bias->data)
         a.bias = *bias;
-    ADD_NODE(b, m->op.matmul, a, what);
+    ADD_NODE(b, m->op.matmul, a, what, 4, &a.x, &a.w, &a.bias, &a.y);
 }
 
 static void add_rmsnorm(orin_model *m, graph_builder *b, orin_tensor x, const orin_tensor *w,
                         orin_tensor out, const char *what)
 {
     orin_rmsnorm_args a = {.x = x, .weight = *w, .out = out, .eps = (float)m->cfg.rms_norm_eps};
-    ADD_NODE(b, m->op.rmsnorm, a, what);
+    ADD_NODE(b, m->op.rmsnorm, a, what, 3, &a.x, &a.weight, &a.out);
 }
 
 /* Residual add, then rmsnorm: x += *residual (when residual is not NULL), h =
@@ -589,12 +611,13 @@ static void add_residual_norm(orin_model *m, graph_builder *b, orin_tensor x,
                                    .eps = (float)m->cfg.rms_norm_eps};
         if (residual)
             a.residual = *residual;
-        ADD_NODE(b, m->op.add_rmsnorm, a, what);
+        ADD_NODE(b, m->op.add_rmsnorm, a, what, 5, &a.x, &a.residual, &a.x, &a.weight,
+                 &a.out);
         return;
     }
     if (residual) {
         orin_add_args res = {.a = x, .b = *residual, .out = x};
-        ADD_NODE(b, m->op.add, res, "residual");
+        ADD_NODE(b, m->op.add, res, "residual", 3, &res.a, &res.b, &res.out);
     }
     add_rmsnorm(m, b, x, w, h, what);
 }
@@ -610,7 +633,8 @@ static void add_qkv(orin_model *m, graph_builder *b, const qwen_layer *L, orin_t
             .bias = {L->q_b, L->k_b, L->v_b},
             .y = {rows2(&bf->q, 0, n), rows2(&bf->k, 0, n), rows2(&bf->v, 0, n)},
         };
-        ADD_NODE(b, m->op.matmul_qkv, a, "qkv_proj");
+        ADD_NODE(b, m->op.matmul_qkv, a, "qkv_proj", 10, &a.x, &a.w[0], &a.w[1], &a.w[2],
+                 &a.bias[0], &a.bias[1], &a.bias[2], &a.y[0], &a.y[1], &a.y[2]);
         return;
     }
     add_matmul(m, b, h, &L->q_w, &L->q_b, rows2(&bf->q, 0, n), "q_proj");
@@ -632,7 +656,9 @@ static void add_rope_cache(orin_model *m, graph_builder *b, const qwen_layer *L,
             a.q_norm = L->q_norm;
             a.k_norm = L->k_norm;
         }
-        ADD_NODE(b, m->op.rope_kv_write, a, "rope_kv_write");
+        /* q and k read and written, v read, k and v written to the cache */
+        ADD_NODE(b, m->op.rope_kv_write, a, "rope_kv_write", 7, &a.q, &a.q, &a.k, &a.k, &a.k,
+                 &a.v, &a.v);
         return;
     }
     if (c->qk_norm) {
@@ -644,10 +670,10 @@ static void add_rope_cache(orin_model *m, graph_builder *b, const qwen_layer *L,
     }
     orin_rope_args rq = {.x = q, .positions = pos, .theta = (float)c->rope_theta};
     orin_rope_args rk = {.x = k, .positions = pos, .theta = (float)c->rope_theta};
-    ADD_NODE(b, m->op.rope, rq, "rope q");
-    ADD_NODE(b, m->op.rope, rk, "rope k");
+    ADD_NODE(b, m->op.rope, rq, "rope q", 2, &rq.x, &rq.x);
+    ADD_NODE(b, m->op.rope, rk, "rope k", 2, &rk.x, &rk.x);
     orin_kv_write_args kw = {.k = k, .v = v, .positions = pos, .cache = *cache};
-    ADD_NODE(b, m->op.kv_write, kw, "kv_write");
+    ADD_NODE(b, m->op.kv_write, kw, "kv_write", 4, &kw.k, &kw.v, &kw.k, &kw.v);
 }
 
 /* The attention half of layer l. `pending` is the previous MLP's output when
@@ -679,7 +705,12 @@ static void add_attention_block(orin_model *m, graph_builder *b, int32_t l, int6
         .scale = (float)(1.0 / sqrt((double)hd)),
         .max_kv_len = max_kv_len,
     };
-    ADD_NODE(b, decode ? m->op.attn_decode : m->op.attn_prefill, at, "attention");
+    /* q and out, then K and V of every cache position read */
+    orin_node_bytes at_bytes = {
+        .fixed = bytes_of(2, &at.q, &at.out),
+        .per_position = 2.0 * (double)(Hkv * hd) * (double)orin_dtype_size(m->dtype),
+    };
+    ADD_NODE_BYTES(b, decode ? m->op.attn_decode : m->op.attn_prefill, at, "attention", at_bytes);
     add_matmul(m, b, rows2(&bf->attn, 0, n), &L->o_w, &L->o_b, o, "o_proj");
 }
 
@@ -696,18 +727,19 @@ static bool add_mlp_block(orin_model *m, graph_builder *b, int32_t l, int64_t n)
     add_residual_norm(m, b, x, &o, &L->mlp_norm, h, "post_attention_layernorm");
     if (m->op.matmul_swiglu) {
         orin_matmul_swiglu_args a = {.x = h, .w_gate = L->gate_w, .w_up = L->up_w, .out = gate};
-        ADD_NODE(b, m->op.matmul_swiglu, a, "gate_up_swiglu");
+        ADD_NODE(b, m->op.matmul_swiglu, a, "gate_up_swiglu", 4, &a.x, &a.w_gate, &a.w_up,
+                 &a.out);
     } else {
         add_matmul(m, b, h, &L->gate_w, NULL, gate, "gate_proj");
         add_matmul(m, b, h, &L->up_w, NULL, up, "up_proj");
         orin_swiglu_args sw = {.gate = gate, .up = up, .out = gate};
-        ADD_NODE(b, m->op.swiglu, sw, "swiglu");
+        ADD_NODE(b, m->op.swiglu, sw, "swiglu", 3, &sw.gate, &sw.up, &sw.out);
     }
     add_matmul(m, b, gate, &L->down_w, NULL, o, "down_proj");
     if (m->op.add_rmsnorm)
         return true;
     orin_add_args res = {.a = x, .b = o, .out = x};
-    ADD_NODE(b, m->op.add, res, "residual");
+    ADD_NODE(b, m->op.add, res, "residual", 3, &res.a, &res.b, &res.out);
     return false;
 }
 
@@ -721,7 +753,11 @@ static int build_graph(orin_model *m, orin_graph *g, int64_t n, bool decode, int
 
     orin_embedding_args emb = {.table = m->embed, .ids = rows1(&bf->ids, n),
                                .out = rows2(&bf->x, 0, n)};
-    ADD_NODE(&b, m->op.embedding, emb, "embedding");
+    /* the embedding reads one table row per id */
+    orin_node_bytes emb_bytes = {
+        .fixed = bytes_of(2, &emb.ids, &emb.out) * 2 - bytes_of(1, &emb.ids),
+    };
+    ADD_NODE_BYTES(&b, m->op.embedding, emb, "embedding", emb_bytes);
     orin_tensor o = rows2(&bf->o, 0, n);
     bool pending = false; /* the last MLP output is not yet added to x */
     for (int32_t l = 0; l < m->cfg.num_hidden_layers; l++) {
@@ -797,8 +833,15 @@ static bool decode_replayable(const orin_model *m, bool wanted)
 /* One decode step: eagerly the first time (ops create their handles, pick their
  * algorithms and size the workspace then, none of which a graph may do), then
  * captured once and replayed ever after. */
-static int run_decode(orin_model *m)
+static int run_decode(orin_model *m, int32_t pos)
 {
+    if (m->profile) {
+        if (reserve_workspace(m, m->decode) != 0)
+            return -1;
+        orin_exec ex = {.device = m->dev, .workspace = m->workspace,
+                        .workspace_size = m->workspace_size};
+        return orin_graph_run_profiled(m->decode, &ex, m->profile, pos + 1);
+    }
     if (!m->replay_decode || m->decode_steps == 0) {
         m->decode_steps++;
         return run_graph(m, m->decode);
@@ -992,9 +1035,14 @@ int orin_model_prefill(orin_model *m, const int32_t *ids, int32_t n, int32_t sta
 int orin_model_decode(orin_model *m, int32_t id, int32_t pos, float *logits)
 {
     if (check_tokens(m, &id, 1, pos) != 0 || upload_step(m, &id, 1, pos) != 0 ||
-        run_decode(m) != 0)
+        run_decode(m, pos) != 0)
         return -1;
     if (logits && fetch_logits(m, 1, logits) != 0)
         return -1;
     return m->dev->ops->synchronize(m->dev);
+}
+
+void orin_model_set_profile(orin_model *m, orin_profile *p)
+{
+    m->profile = p;
 }

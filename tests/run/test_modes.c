@@ -150,6 +150,34 @@ static void check_errors(void)
     free(err);
 }
 
+/* --profile: the table of the decode steps' ops (kinds, a total), and the same
+ * text as without it (profiling times the ops, it does not change them). */
+static void check_profile(void)
+{
+    char *out = NULL, *err = NULL;
+    int rc = run("--bench --profile --set bench.prompt_tokens=8 --set bench.gen_tokens=4 "
+                 "--set bench.repeats=1", &out, &err);
+    CHECK(rc == 0 && err && strstr(err, "profile: 4 runs on cpu") &&
+              strstr(err, "attention (attention.decode, ") && strstr(err, "lm_head (matmul, ") &&
+              strstr(err, "of bw") && strstr(err, "\ntotal "),
+          "bench --profile: exit %d, stderr '%s'", rc, err ? err : "");
+    free(out);
+    free(err);
+
+    char *plain = NULL, *profiled = NULL;
+    const char *gen = "-p Hello --set generate.max_tokens=12 --set generate.temperature=0";
+    char args[256];
+    snprintf(args, sizeof args, "%s --profile", gen);
+    int rc1 = run(gen, &plain, NULL), rc2 = run(args, &profiled, &err);
+    CHECK(rc1 == 0 && rc2 == 0 && plain && profiled && strcmp(plain, profiled) == 0 && err &&
+              strstr(err, "profile: 12 runs"),
+          "generate --profile: exits %d %d, text '%s' vs '%s', stderr '%s'", rc1, rc2,
+          plain ? plain : "", profiled ? profiled : "", err ? err : "");
+    free(plain);
+    free(profiled);
+    free(err);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -167,6 +195,7 @@ int main(int argc, char **argv)
     check_score("text_long", "decode");
     check_generate();
     check_errors();
+    check_profile();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);

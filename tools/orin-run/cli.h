@@ -28,6 +28,7 @@ typedef struct orin_cli {
     bool json;                  /* --json: machine-readable stats / bench */
     bool verbose_prompt;        /* --verbose-prompt */
     bool verbose;               /* -v: debug log lines */
+    bool profile;               /* --profile: per-op times of the decode steps */
 } orin_cli;
 
 /* Flushes stdout: -1 with orin_error_set() when anything written to it was

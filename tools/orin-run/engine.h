@@ -40,6 +40,11 @@ int engine_open_model(orin_engine *e, const orin_cli *cli);
  * template). 0, or -1 with orin_error_set(). */
 int engine_encode_file(orin_engine *e, const char *path, int32_t **ids, size_t *n_ids);
 
+/* GB/s decode meets on dev, measured now: on the host every op thread reading
+ * a 1 GiB buffer; on a GPU a 1 GiB device-to-device copy (bytes read + written).
+ * 0 when it cannot be measured. (bandwidth.c) */
+double engine_bandwidth(orin_device *dev);
+
 /* Frees whatever is open, in reverse order; the engine is zeroed. */
 void engine_close(orin_engine *e);
 

@@ -27,6 +27,7 @@ typedef enum opt_id {
     OPT_JSON,
     OPT_VERBOSE_PROMPT,
     OPT_VERBOSE,
+    OPT_PROFILE,
     OPT_HELP,
     OPT_VERSION,
     OPT_GENERATE, /* no option: the mode when none is given */
@@ -51,6 +52,7 @@ static const opt_def options[] = {
     {"json", 0, false, OPT_JSON},
     {"verbose-prompt", 0, false, OPT_VERBOSE_PROMPT},
     {"verbose", 'v', false, OPT_VERBOSE},
+    {"profile", 0, false, OPT_PROFILE},
     {"help", 'h', false, OPT_HELP},
     {"version", 0, false, OPT_VERSION},
 };
@@ -83,6 +85,10 @@ static void print_help(void)
         "  --json              machine-readable output (--list-plugins, --bench, stats)\n"
         "  --verbose-prompt    print the rendered prompt on stderr before generating\n"
         "  -v, --verbose       debug log lines on stderr\n"
+        "  --profile           with --bench or a generation: time every op of the decode\n"
+        "                      steps (run op by op, not replayed as a graph) and print,\n"
+        "                      per op kind, time, bytes moved and the fraction of the\n"
+        "                      measured memory bandwidth, on stderr\n"
         "  -h, --help          print this help\n"
         "  --version           print the version and the plugin ABI version\n"
         "\n"
@@ -224,6 +230,7 @@ static int apply_option(orin_cli *cli, parse_state *ps, const opt_def *o, const 
         break;
     case OPT_JSON: cli->json = true; break;
     case OPT_VERBOSE_PROMPT: cli->verbose_prompt = true; break;
+    case OPT_PROFILE: cli->profile = true; break;
     case OPT_VERBOSE: cli->verbose = true; break;
     case OPT_HELP: print_help(); return ORIN_EXIT_OK;
     case OPT_GENERATE: break;

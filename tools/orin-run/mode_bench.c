@@ -42,88 +42,6 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* The host's bandwidth as decode uses it: every op thread streaming reads
- * through a buffer far larger than the caches. One task sums one slice. */
-enum { READ_SLICES = 64 };
-
-typedef struct read_job {
-    const uint64_t *data;
-    size_t words_per_slice;
-    uint64_t sums[READ_SLICES];
-} read_job;
-
-static int sum_slice(void *ctx, int worker, int64_t slice)
-{
-    (void)worker;
-    read_job *job = ctx;
-    const uint64_t *p = job->data + (size_t)slice * job->words_per_slice;
-    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0; /* four chains: the loads, not the adds, bound it */
-    for (size_t i = 0; i + 4 <= job->words_per_slice; i += 4) {
-        s0 += p[i];
-        s1 += p[i + 1];
-        s2 += p[i + 2];
-        s3 += p[i + 3];
-    }
-    job->sums[slice] = s0 + s1 + s2 + s3;
-    return 0;
-}
-
-static double measure_host_bandwidth(orin_device *dev)
-{
-    const size_t bytes = 1u << 30;
-    read_job job = {.words_per_slice = bytes / sizeof(uint64_t) / READ_SLICES};
-    uint64_t *data = malloc(bytes);
-    if (!data)
-        return 0;
-    memset(data, 1, bytes); /* touch every page before timing */
-    job.data = data;
-    double best = 0;
-    for (int i = 0; i < 5; i++) {
-        double t0 = now_s();
-        if (orin_cpu_parallel_for(orin_cpu_threads(dev), READ_SLICES, sum_slice, &job) != 0)
-            break;
-        double bw = (double)bytes / (now_s() - t0);
-        if (bw > best)
-            best = bw;
-    }
-    uint64_t total = 0;
-    for (int s = 0; s < READ_SLICES; s++)
-        total += job.sums[s];
-    free(data);
-    /* memset(1) makes every word 0x0101...01: a wrong sum means a wrong read. */
-    return total == 0x0101010101010101ull * (bytes / sizeof(uint64_t)) ? best / 1e9 : 0;
-}
-
-/* Bytes read plus bytes written per second by a 1 GiB device-to-device copy
- * (20 times the largest L2), best of 5. */
-static double measure_copy_bandwidth(orin_device *dev)
-{
-    const size_t bytes = 1u << 30;
-    void *a = dev->ops->alloc(dev, bytes), *b = dev->ops->alloc(dev, bytes);
-    double best = 0;
-    if (a && b && dev->ops->memset(dev, a, 1, bytes) == 0) {
-        for (int i = 0; i < 5; i++) {
-            double t0 = now_s();
-            if (dev->ops->copy_d2d(dev, b, a, bytes) != 0 || dev->ops->synchronize(dev) != 0)
-                break;
-            double bw = 2.0 * (double)bytes / (now_s() - t0);
-            if (bw > best)
-                best = bw;
-        }
-    }
-    if (a)
-        dev->ops->free(dev, a);
-    if (b)
-        dev->ops->free(dev, b);
-    return best / 1e9;
-}
-
-static double device_bandwidth(orin_device *dev)
-{
-    return dev->kind == ORIN_DEVICE_CPU ? measure_host_bandwidth(dev)
-                                        : measure_copy_bandwidth(dev);
-}
-
 static int32_t argmax(const float *x, int32_t n)
 {
     int32_t best = 0;
@@ -137,7 +55,8 @@ typedef struct bench_result {
     double prefill_s, decode_s; /* medians */
 } bench_result;
 
-static int run_bench(orin_model *m, const orin_config *cfg, bench_result *res)
+static int run_bench(orin_model *m, const orin_config *cfg, orin_profile *profile,
+                     bench_result *res)
 {
     const int32_t P = cfg->bench.prompt_tokens, G = cfg->bench.gen_tokens;
     const int32_t R = cfg->bench.repeats > 0 ? cfg->bench.repeats : 1;
@@ -173,6 +92,17 @@ static int run_bench(orin_model *m, const orin_config *cfg, bench_result *res)
     res->prefill_s = median(pre, R);
     res->decode_s = median(dec, R);
     rc = 0;
+    if (profile) { /* one more pass, op by op, for --profile (its times stay out of res) */
+        orin_model_set_profile(m, profile);
+        int32_t next = 0;
+        rc = orin_model_prefill(m, ids, P, 0, logits, false);
+        for (int32_t i = 0; rc == 0 && i < G; i++) {
+            next = i == 0 ? argmax(logits, V) : next;
+            rc = orin_model_decode(m, next, P + i, logits);
+            next = argmax(logits, V);
+        }
+        orin_model_set_profile(m, NULL);
+    }
 out:
     free(ids);
     free(logits);
@@ -198,8 +128,10 @@ int mode_bench(const orin_cli *cli)
         return ORIN_EXIT_USAGE;
     }
     bench_result res;
-    if (run_bench(e.model, cfg, &res) != 0) {
+    orin_profile *profile = cli->profile ? orin_profile_create(e.device) : NULL;
+    if ((cli->profile && !profile) || run_bench(e.model, cfg, profile, &res) != 0) {
         fprintf(stderr, "orin-run: %s\n", orin_error());
+        orin_profile_free(profile);
         engine_close(&e);
         return ORIN_EXIT_RUNTIME;
     }
@@ -214,7 +146,7 @@ int mode_bench(const orin_cli *cli)
     double avg_positions = P + (G + 1) / 2.0;
     double step_bytes = weights + kv_per_pos * avg_positions;
     orin_device *dev = orin_model_device(e.model);
-    double bw = device_bandwidth(dev);
+    double bw = engine_bandwidth(dev);
     double step_s = res.decode_s / G;
     double floor_s = bw > 0 ? step_bytes / (bw * 1e9) : 0;
 
@@ -242,6 +174,11 @@ int mode_bench(const orin_cli *cli)
             printf("device    datasheet peak %.1f GB/s; load %.2f s\n", dev->mem_bandwidth_gbs,
                    e.load_seconds);
     }
+    if (profile) {
+        fflush(stdout); /* the table follows the figures */
+        orin_profile_print(profile, stderr, bw);
+    }
+    orin_profile_free(profile);
     engine_close(&e);
     if (cli_flush_stdout() != 0) {
         fprintf(stderr, "orin-run: %s\n", orin_error());

@@ -319,6 +319,9 @@ int mode_generate(const orin_cli *cli)
         engine_close(&e);
         return ORIN_EXIT_LOAD;
     }
+    orin_profile *profile = cli->profile ? orin_profile_create(e.device) : NULL;
+    if (profile) /* the decode steps run op by op: the stats line shows that speed */
+        orin_model_set_profile(e.model, profile);
     install_sigint();
     int rc = cli->cfg.generate.interactive ? interactive(&g, cli) : one_shot(&g, cli);
     if (rc >= 0 && cli_flush_stdout() != 0)
@@ -329,6 +332,12 @@ int mode_generate(const orin_cli *cli)
         code = ORIN_EXIT_RUNTIME;
     } else {
         code = rc == 1 ? ORIN_EXIT_INTERRUPTED : ORIN_EXIT_OK;
+    }
+    if (profile) {
+        orin_model_set_profile(e.model, NULL);
+        fflush(stdout);
+        orin_profile_print(profile, stderr, engine_bandwidth(e.device));
+        orin_profile_free(profile);
     }
     generator_free(&g);
     engine_close(&e);

@@ -41,6 +41,14 @@ typedef struct orin_device_ops {
     int (*graph_capture)(orin_device *dev, int (*fn)(void *ctx), void *ctx, void **graph);
     int (*graph_launch)(orin_device *dev, void *graph);
     void (*graph_destroy)(orin_device *dev, void *graph);
+    /* Timers on the stream (CUDA events), for profiles: a mark records the
+     * point the stream has reached; elapsed waits for `to` and gives the
+     * seconds between two marks. NULL where ops are synchronous (the host:
+     * the wall clock times them). */
+    void *(*mark_create)(orin_device *dev);
+    int (*mark_record)(orin_device *dev, void *mark);
+    int (*mark_elapsed)(orin_device *dev, void *from, void *to, double *seconds);
+    void (*mark_destroy)(orin_device *dev, void *mark);
 } orin_device_ops;
 
 #define ORIN_DEVICE_OPS_VERSION 2

@@ -11,6 +11,8 @@
 
 #include "orin/registry.h"
 
+#include <stdio.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -22,10 +24,19 @@ void orin_graph_free(orin_graph *g);
 /* Drops the nodes, keeps the allocation (for rebuilding with another shape). */
 void orin_graph_reset(orin_graph *g);
 
+/* The bytes a node must move through memory (each input read once, each output
+ * written once), for the profile's bandwidth figures: `fixed`, plus
+ * `per_position` for every cache position it reads (attention's K and V). */
+typedef struct orin_node_bytes {
+    double fixed;
+    double per_position;
+} orin_node_bytes;
+
 /* Appends a node running `impl` on a copy of the call struct args[0..size).
- * `label` names the node in errors ("layer 3 attention"); it is copied. */
+ * `label` names the node in errors and profiles ("layer 3 attention"); it is
+ * copied. */
 int orin_graph_add(orin_graph *g, const orin_op_impl *impl, const void *args, size_t size,
-                   const char *label);
+                   const char *label, orin_node_bytes bytes);
 
 size_t orin_graph_node_count(const orin_graph *g);
 /* The largest workspace any node asked for. */
@@ -34,6 +45,25 @@ size_t orin_graph_workspace_size(const orin_graph *g);
 /* Runs every node in order on ex; stops at the first failure, prefixing the
  * error with the node's label and op name. */
 int orin_graph_run(const orin_graph *g, const orin_exec *ex);
+
+/* ---- profiles ----
+ * Time per node over many runs of a graph, summed by node kind (the label
+ * without its "layer N " prefix) for the report: time per run, bytes per run
+ * and the bandwidth that makes. Timed with device events where the device has
+ * them (a GPU: each node between two events on the stream, so launch gaps stay
+ * out), else with the wall clock around each node (host ops are synchronous). */
+typedef struct orin_profile orin_profile;
+
+orin_profile *orin_profile_create(orin_device *dev);
+void orin_profile_free(orin_profile *p);
+/* orin_graph_run, timing every node; kv_len is the cache positions the run's
+ * attention reads (for the bytes of per_position). Synchronises at the end. */
+int orin_graph_run_profiled(const orin_graph *g, const orin_exec *ex, orin_profile *p,
+                            int32_t kv_len);
+/* The table, one row per node kind, slowest first, then the total: time per
+ * run, its share, bytes per run and GB/s, as a fraction of bandwidth_gbs (0:
+ * not shown). */
+void orin_profile_print(const orin_profile *p, FILE *out, double bandwidth_gbs);
 
 /* Whether every node's implementation is flagged ORIN_OP_GRAPH_SAFE (may be
  * captured into a device graph and replayed); if not, *first names the first

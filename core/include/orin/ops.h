@@ -44,6 +44,10 @@ extern "C" {
 #define ORIN_OP_MATMUL_SWIGLU      "matmul.swiglu"
 #define ORIN_OP_ROPE_KV_WRITE      "rope_kv_write"
 
+/* The sampler's first steps on the device, so that a decode step copies back a
+ * few candidates instead of the whole vocabulary's logits. */
+#define ORIN_OP_SAMPLE_CANDIDATES  "sample.candidates"
+
 /* out[i, :] = table[ids[i], :]      table [V, d], ids i32 [n], out [n, d] */
 typedef struct orin_embedding_args {
     orin_tensor table;
@@ -205,6 +209,31 @@ typedef struct orin_rope_kv_write_args {
     float theta;
     orin_kv_view cache;
 } orin_rope_kv_write_args;
+
+/* ---- sampling ---- */
+
+/* orin/sampler.h's steps 1, 2 and the selection of step 4 on the device: the
+ * repetition and presence penalties over the distinct tokens of
+ * history[0..n_history) (n_history read from device memory), then the top_k
+ * largest penalised logits (NaN skipped), with every token that ties the k-th
+ * (HF keeps ties at the boundary), in descending order, ties by lower id:
+ *   logits [V] (the compute dtype), history i32 [cap], n_history i32 [1],
+ *   values f32 [max] and ids i32 [max] (out: penalised logits, not yet divided
+ *   by the temperature), count i32 [1] (out: how many were written; max + 1
+ *   when the candidates with ties do not fit, nothing else written then).
+ * The host finishes with orin_sampler_finish: the same tokens as
+ * orin_sampler_sample on the whole vocabulary. top_k 1 is greedy. */
+typedef struct orin_sample_candidates_args {
+    orin_tensor logits;
+    orin_tensor history;
+    orin_tensor n_history;
+    orin_tensor values;
+    orin_tensor ids;
+    orin_tensor count;
+    float repetition_penalty; /* 1: off */
+    float presence_penalty;   /* 0: off */
+    int32_t top_k;            /* 1 .. values' length */
+} orin_sample_candidates_args;
 
 #ifdef __cplusplus
 }

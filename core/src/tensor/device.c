@@ -85,6 +85,10 @@ static const orin_device_ops host_ops = {
     .graph_capture = NULL, /* host ops run as they are called */
     .graph_launch = NULL,
     .graph_destroy = NULL,
+    .mark_create = NULL,
+    .mark_record = NULL,
+    .mark_elapsed = NULL,
+    .mark_destroy = NULL,
 };
 
 static orin_device host_device = {

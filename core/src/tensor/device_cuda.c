@@ -286,6 +286,43 @@ static void cuda_graph_destroy(orin_device *dev, void *graph)
     }
 }
 
+/* ---- marks (events) ---- */
+
+static void *cuda_mark_create(orin_device *dev)
+{
+    cudaEvent_t ev = NULL;
+    cudaError_t err = cudaEventCreate(&ev);
+    if (err != cudaSuccess) {
+        cuda_fail(dev, "cudaEventCreate", err);
+        return NULL;
+    }
+    return ev;
+}
+
+static int cuda_mark_record(orin_device *dev, void *mark)
+{
+    cudaError_t err = cudaEventRecord((cudaEvent_t)mark, stream_of(dev));
+    return err == cudaSuccess ? 0 : cuda_fail(dev, "cudaEventRecord", err);
+}
+
+static int cuda_mark_elapsed(orin_device *dev, void *from, void *to, double *seconds)
+{
+    float ms = 0;
+    cudaError_t err = cudaEventSynchronize((cudaEvent_t)to);
+    if (err == cudaSuccess)
+        err = cudaEventElapsedTime(&ms, (cudaEvent_t)from, (cudaEvent_t)to);
+    if (err != cudaSuccess)
+        return cuda_fail(dev, "cudaEventElapsedTime", err);
+    *seconds = ms * 1e-3;
+    return 0;
+}
+
+static void cuda_mark_destroy(orin_device *dev, void *mark)
+{
+    if (mark && cudaEventDestroy((cudaEvent_t)mark) != cudaSuccess)
+        (void)cudaGetLastError();
+}
+
 static void cuda_destroy(orin_device *dev)
 {
     cudaError_t err = cudaStreamSynchronize(stream_of(dev));
@@ -315,6 +352,10 @@ static const orin_device_ops cuda_ops = {
     .graph_capture = cuda_graph_capture,
     .graph_launch = cuda_graph_launch,
     .graph_destroy = cuda_graph_destroy,
+    .mark_create = cuda_mark_create,
+    .mark_record = cuda_mark_record,
+    .mark_elapsed = cuda_mark_elapsed,
+    .mark_destroy = cuda_mark_destroy,
 };
 
 /* Peak bandwidth from the memory clock (kHz) and bus width (bits), both double
