@@ -1,6 +1,9 @@
-/* ops_common: the CPU reference implementations of every op except attention,
- * registered for f32, f16 and bf16 under the provider "common". */
+/* ops_common: the reference implementations of every op except attention, on
+ * the CPU and (where built) CUDA, registered for f32, f16 and bf16 under the
+ * provider "common". */
 #include "cpu.h"
+#include "cuda.h"
+#include "cuda_fused.h"
 
 #include "orin/error.h"
 #include "orin/plugin.h"
@@ -40,6 +43,62 @@ CPU_ENTRIES(kv_write, orin_kv_write_args)
     IMPL(name, op##_f32, ORIN_F32), IMPL(name, op##_f16, ORIN_F16),                 \
         IMPL(name, op##_bf16, ORIN_BF16)
 
+#ifdef ORIN_HAVE_CUDA
+#define CUDA_ENTRY(op, args_type, dt, suffix)                                       \
+    static int cuda_##op##_##suffix(const orin_exec *ex, const void *args)          \
+    {                                                                               \
+        if (!args)                                                                  \
+            return orin_error_set(#op " (common): no arguments");                   \
+        return cuda_##op(ex, (const args_type *)args, dt);                          \
+    }
+#define CUDA_ENTRIES(op, args_type)                                                 \
+    CUDA_ENTRY(op, args_type, ORIN_F32, f32)                                        \
+    CUDA_ENTRY(op, args_type, ORIN_F16, f16)                                        \
+    CUDA_ENTRY(op, args_type, ORIN_BF16, bf16)
+
+CUDA_ENTRIES(embedding, orin_embedding_args)
+CUDA_ENTRIES(rmsnorm, orin_rmsnorm_args)
+CUDA_ENTRIES(rope, orin_rope_args)
+CUDA_ENTRIES(matmul, orin_matmul_args)
+CUDA_ENTRIES(swiglu, orin_swiglu_args)
+CUDA_ENTRIES(add, orin_add_args)
+CUDA_ENTRIES(argmax, orin_argmax_args)
+CUDA_ENTRIES(kv_write, orin_kv_write_args)
+
+/* Graph-safe for real here: launches sized from shapes only, ids and positions
+ * read (and bounds-checked) on the GPU, no sync, no allocation. The matmul
+ * declares cuBLASLt's workspace. */
+#define CUDA_IMPL(name, fn, dt, ws)                                                 \
+    {                                                                               \
+        .op = name, .provider = "common", .device = ORIN_DEVICE_CUDA, .dtype = dt,  \
+        .run = fn, .workspace_size = ws,                                            \
+        .flags = ORIN_OP_REFERENCE | ORIN_OP_GRAPH_SAFE,                            \
+    }
+#define CUDA_IMPLS_WS(name, op, ws)                                                 \
+    CUDA_IMPL(name, cuda_##op##_f32, ORIN_F32, ws),                                 \
+        CUDA_IMPL(name, cuda_##op##_f16, ORIN_F16, ws),                             \
+        CUDA_IMPL(name, cuda_##op##_bf16, ORIN_BF16, ws)
+#define CUDA_IMPLS(name, op) CUDA_IMPLS_WS(name, op, NULL)
+
+/* The fused ops (cuda_fused.cu): CUDA only; a model without them runs the
+ * sequence of plain ops each one stands for. */
+CUDA_ENTRIES(add_rmsnorm, orin_add_rmsnorm_args)
+CUDA_ENTRIES(matmul_qkv, orin_matmul_qkv_args)
+CUDA_ENTRIES(matmul_swiglu, orin_matmul_swiglu_args)
+CUDA_ENTRIES(rope_kv_write, orin_rope_kv_write_args)
+
+#define FUSED_IMPL(name, fn, dt, ws, sup)                                           \
+    {                                                                               \
+        .op = name, .provider = "common", .device = ORIN_DEVICE_CUDA, .dtype = dt,  \
+        .run = fn, .workspace_size = ws, .flags = ORIN_OP_GRAPH_SAFE,               \
+        .supports = sup,                                                            \
+    }
+#define FUSED_IMPLS(name, op, ws, sup)                                              \
+    FUSED_IMPL(name, cuda_##op##_f32, ORIN_F32, ws, sup),                           \
+        FUSED_IMPL(name, cuda_##op##_f16, ORIN_F16, ws, sup),                       \
+        FUSED_IMPL(name, cuda_##op##_bf16, ORIN_BF16, ws, sup)
+#endif
+
 static const orin_op_impl impls[] = {
     IMPLS(ORIN_OP_EMBEDDING, embedding),
     IMPLS(ORIN_OP_RMSNORM, rmsnorm),
@@ -49,6 +108,20 @@ static const orin_op_impl impls[] = {
     IMPLS(ORIN_OP_ADD, add),
     IMPLS(ORIN_OP_ARGMAX, argmax),
     IMPLS(ORIN_OP_KV_WRITE, kv_write),
+#ifdef ORIN_HAVE_CUDA
+    CUDA_IMPLS(ORIN_OP_EMBEDDING, embedding),
+    CUDA_IMPLS(ORIN_OP_RMSNORM, rmsnorm),
+    CUDA_IMPLS(ORIN_OP_ROPE, rope),
+    CUDA_IMPLS_WS(ORIN_OP_MATMUL, matmul, cuda_matmul_workspace_size),
+    CUDA_IMPLS(ORIN_OP_SWIGLU, swiglu),
+    CUDA_IMPLS(ORIN_OP_ADD, add),
+    CUDA_IMPLS(ORIN_OP_ARGMAX, argmax),
+    CUDA_IMPLS(ORIN_OP_KV_WRITE, kv_write),
+    FUSED_IMPLS(ORIN_OP_ADD_RMSNORM, add_rmsnorm, NULL, NULL),
+    FUSED_IMPLS(ORIN_OP_MATMUL_QKV, matmul_qkv, cuda_matmul_qkv_workspace_size, NULL),
+    FUSED_IMPLS(ORIN_OP_MATMUL_SWIGLU, matmul_swiglu, cuda_matmul_swiglu_workspace_size, NULL),
+    FUSED_IMPLS(ORIN_OP_ROPE_KV_WRITE, rope_kv_write, NULL, cuda_rope_kv_write_supports),
+#endif
 };
 
 static int register_ops(orin_registry *reg)
@@ -57,6 +130,7 @@ static int register_ops(orin_registry *reg)
 }
 
 ORIN_PLUGIN_DEFINE("ops_common", "0.1.0",
-                   "CPU reference ops: embedding, rmsnorm, rope, matmul (OpenBLAS), swiglu, "
-                   "add, argmax, kv_write; f32, f16, bf16",
+                   "reference ops: embedding, rmsnorm, rope, matmul (OpenBLAS; cuBLASLt and a "
+                   "batch-1 GEMV on cuda), swiglu, add, argmax, kv_write; fused on cuda: "
+                   "add_rmsnorm, matmul.qkv, matmul.swiglu, rope_kv_write; f32, f16, bf16",
                    register_ops)

@@ -1,0 +1,600 @@
+// ops_common's fused CUDA ops, and the batch-1 GEMV the decode step streams its
+// weights through (the matmul takes it for one row of f16/bf16/f32 x).
+//
+// A decode step of an 8B model reads ~15 GB of weights and does little else:
+// its floor is those bytes over the memory bandwidth. Two things stand between
+// a plain implementation and that floor: matrix-vector products that do not
+// stream at the bandwidth (cuBLAS's GEMV reaches 60-80 % at these shapes), and
+// hundreds of small kernels whose launch gaps add up (a CUDA graph removes the
+// CPU side, not the gaps). So: one GEMV built to stream, used for q/k/v at once
+// and for gate/up with the SwiGLU in its epilogue, and the small ops between
+// the products fused (residual add + rmsnorm; q/k norms + RoPE + cache write).
+// For more than one row (prefill) the fused products fall back to cuBLASLt.
+#include "cuda.h"
+#include "cuda_fused.h"
+#include "cuda_rope.cuh"
+
+#include "orin/cuda_util.cuh"
+#include "orin/op_check.h"
+
+#include <math.h>
+#include <string.h>
+
+#define CUDA ORIN_DEVICE_CUDA
+
+// ---- the GEMV ---------------------------------------------------------------------
+
+// Up to three weight matrices read as one (q, k, v): global row g belongs to
+// segment s when begin[s] <= g < begin[s + 1].
+struct gemv_segments {
+    const void *w[3];
+    const void *bias[3];  // NULL: none
+    void *y[3];
+    int begin[4];         // begin[count] = total rows
+    int count;
+};
+
+enum gemv_mode { GEMV_PLAIN, GEMV_SWIGLU };
+
+#define GEMV_THREADS 256
+#define GEMV_UNROLL 2
+
+// 16 bytes of W, bypassing L1 (each weight byte is read once per step; x, which
+// every block reads, keeps L1 to itself).
+__device__ __forceinline__ uint4 load_weights16(const void *p)
+{
+    uint4 v;
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p));
+    return v;
+}
+
+template <typename T>
+__device__ __forceinline__ float dot16(uint4 raw, const float (&x)[orin_cu_vec<T>::n])
+{
+    const T *e = reinterpret_cast<const T *>(&raw);
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < orin_cu_vec<T>::n; i++)
+        s = fmaf(orin_cu_f32(e[i]), x[i], s);
+    return s;
+}
+
+// acc[r] += W_r . x for the ROWS rows given, each of `in` elements; every
+// thread takes the 16-byte chunks tid, tid + 256, ... (VEC: rows 16-byte
+// aligned, in a multiple of the vector) or single elements (otherwise).
+template <typename T, int ROWS, bool VEC>
+__device__ __forceinline__ void gemv_rows(const T *const (&w)[ROWS], const T *__restrict__ x,
+                                          int in, float (&acc)[ROWS])
+{
+    if (VEC) {
+        constexpr int V = orin_cu_vec<T>::n;
+        const int chunks = in / V;
+        int c = threadIdx.x;
+        // GEMV_UNROLL chunks of every row in flight before the first FMA
+        for (; c + (GEMV_UNROLL - 1) * GEMV_THREADS < chunks; c += GEMV_UNROLL * GEMV_THREADS) {
+            uint4 raw[GEMV_UNROLL][ROWS];
+            float xv[GEMV_UNROLL][V];
+#pragma unroll
+            for (int u = 0; u < GEMV_UNROLL; u++)
+#pragma unroll
+                for (int r = 0; r < ROWS; r++)
+                    raw[u][r] = load_weights16(w[r] + (size_t)(c + u * GEMV_THREADS) * V);
+#pragma unroll
+            for (int u = 0; u < GEMV_UNROLL; u++)
+                orin_cu_load16(x + (size_t)(c + u * GEMV_THREADS) * V, xv[u]);
+#pragma unroll
+            for (int u = 0; u < GEMV_UNROLL; u++)
+#pragma unroll
+                for (int r = 0; r < ROWS; r++)
+                    acc[r] += dot16<T>(raw[u][r], xv[u]);
+        }
+        for (; c < chunks; c += GEMV_THREADS) {
+            float xv[V];
+            orin_cu_load16(x + (size_t)c * V, xv);
+#pragma unroll
+            for (int r = 0; r < ROWS; r++)
+                acc[r] += dot16<T>(load_weights16(w[r] + (size_t)c * V), xv);
+        }
+    } else {
+        for (int k = threadIdx.x; k < in; k += GEMV_THREADS) {
+            float xk = orin_cu_f32(x[k]);
+#pragma unroll
+            for (int r = 0; r < ROWS; r++)
+                acc[r] = fmaf(orin_cu_f32(w[r][k]), xk, acc[r]);
+        }
+    }
+}
+
+// Sums acc[r] over the block; thread r (< ROWS) gets row r's total.
+template <int ROWS>
+__device__ __forceinline__ float gemv_block_sum(float (&acc)[ROWS])
+{
+    __shared__ float partial[GEMV_THREADS / 32][ROWS];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int r = 0; r < ROWS; r++) {
+        float v = orin_cu_warp_sum(acc[r]);
+        if (lane == 0)
+            partial[warp][r] = v;
+    }
+    __syncthreads();
+    float total = 0.0f;
+    if (threadIdx.x < ROWS)
+        for (int wp = 0; wp < GEMV_THREADS / 32; wp++)
+            total += partial[wp][threadIdx.x];
+    return total;
+}
+
+// y = W x (+ bias) over the segments' rows, one x row.
+// Launch: grid ceil(total rows / R), 256 threads; block b owns rows bR..bR+R-1
+// (each row finds its segment). Per thread R * GEMV_UNROLL 16-byte weight loads
+// in flight; bound by the weight bytes (R is chosen so that the grid holds >= 4
+// blocks per SM, enough loads in flight to cover the memory latency).
+template <typename T, int R, bool VEC>
+__global__ void __launch_bounds__(GEMV_THREADS)
+    gemv_kernel(gemv_segments seg, const T *__restrict__ x, int in)
+{
+    const int total = seg.begin[seg.count];
+    const int row0 = blockIdx.x * R;
+    const T *w[R];
+    int s_of[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        int g = min(row0 + r, total - 1); // past the end: a real row, result dropped
+        int s = 0;
+        while (s + 1 < seg.count && g >= seg.begin[s + 1])
+            s++;
+        s_of[r] = s;
+        w[r] = (const T *)seg.w[s] + (size_t)(g - seg.begin[s]) * in;
+    }
+    float acc[R] = {};
+    gemv_rows<T, R, VEC>(w, x, in, acc);
+    float sum = gemv_block_sum<R>(acc);
+    const int r = threadIdx.x;
+    if (r < R && row0 + r < total) {
+        int s = 0, g = row0 + r;
+#pragma unroll
+        for (int i = 0; i < R; i++)
+            s = i == r ? s_of[i] : s;
+        int local = g - seg.begin[s];
+        if (seg.bias[s])
+            sum += orin_cu_f32(((const T *)seg.bias[s])[local]);
+        ((T *)seg.y[s])[local] = orin_cu_from_f32<T>(sum);
+    }
+}
+
+// out[j] = silu(gate_j . x) * (up_j . x), each product rounded to T first (as
+// the unfused matmuls store them). Launch: grid ceil(f / R), 256 threads; a
+// block reads R rows of each of the two matrices: 2R rows in flight.
+template <typename T, int R, bool VEC>
+__global__ void __launch_bounds__(GEMV_THREADS)
+    gemv_swiglu_kernel(const T *__restrict__ wg, const T *__restrict__ wu, const T *__restrict__ x,
+                       T *__restrict__ out, int in, int f)
+{
+    const int row0 = blockIdx.x * R;
+    const T *w[2 * R];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        int j = min(row0 + r, f - 1);
+        w[r] = wg + (size_t)j * in;
+        w[R + r] = wu + (size_t)j * in;
+    }
+    float acc[2 * R] = {};
+    gemv_rows<T, 2 * R, VEC>(w, x, in, acc);
+    __shared__ float both[2 * R];
+    float sum = gemv_block_sum<2 * R>(acc);
+    if (threadIdx.x < 2 * R)
+        both[threadIdx.x] = orin_cu_f32(orin_cu_from_f32<T>(sum)); // rounded as stored
+    __syncthreads();
+    const int r = threadIdx.x;
+    if (r < R && row0 + r < f) {
+        float g = both[r], u = both[R + r];
+        out[row0 + r] = orin_cu_from_f32<T>(g / (1.0f + expf(-g)) * u);
+    }
+}
+
+// Rows per block: enough blocks for >= 4 per SM, else fewer rows per block.
+static int gemv_rows_per_block(const orin_exec *ex, int rows)
+{
+    int sms = orin_cu_sm_count(ex);
+    return rows >= 16 * sms ? 4 : rows >= 8 * sms ? 2 : 1;
+}
+
+// Whether every row of every matrix starts 16-byte aligned and x too.
+static bool gemv_vectorizable(const void *const *w, int count, const void *x, int in,
+                              orin_dtype dt)
+{
+    size_t row_bytes = (size_t)in * orin_dtype_size(dt);
+    if (row_bytes % 16 != 0 || !orin_cu_aligned16(x))
+        return false;
+    for (int i = 0; i < count; i++)
+        if (!orin_cu_aligned16(w[i]))
+            return false;
+    return true;
+}
+
+template <typename T, int R>
+static void launch_gemv(const gemv_segments &seg, const void *x, int in, bool vec,
+                        cudaStream_t stream)
+{
+    int blocks = (seg.begin[seg.count] + R - 1) / R;
+    if (vec)
+        gemv_kernel<T, R, true><<<blocks, GEMV_THREADS, 0, stream>>>(seg, (const T *)x, in);
+    else
+        gemv_kernel<T, R, false><<<blocks, GEMV_THREADS, 0, stream>>>(seg, (const T *)x, in);
+}
+
+template <typename T>
+static void gemv_dispatch(const orin_exec *ex, const gemv_segments &seg, const void *x, int in,
+                          orin_dtype dt)
+{
+    int rows = seg.begin[seg.count];
+    bool vec = gemv_vectorizable(seg.w, seg.count, x, in, dt);
+    cudaStream_t stream = orin_cu_stream(ex);
+    switch (gemv_rows_per_block(ex, rows)) {
+    case 4: launch_gemv<T, 4>(seg, x, in, vec, stream); break;
+    case 2: launch_gemv<T, 2>(seg, x, in, vec, stream); break;
+    default: launch_gemv<T, 1>(seg, x, in, vec, stream); break;
+    }
+}
+
+static int run_gemv(const char *label, const orin_exec *ex, const gemv_segments &seg,
+                    const void *x, int in, orin_dtype dt)
+{
+    ORIN_CU_DISPATCH(dt, label, T, gemv_dispatch<T>(ex, seg, x, in, dt));
+    return orin_cu_launched(label, dt, "gemv: x [1, %d], %d rows in %d matrices", in,
+                            seg.begin[seg.count], seg.count);
+}
+
+extern "C" bool cuda_gemv_fits(const orin_matmul_args *a)
+{
+    return orin_tensor_rows(&a->x) == 1 && a->w.shape[0] <= INT32_MAX &&
+           a->w.shape[1] <= INT32_MAX;
+}
+
+extern "C" int cuda_gemv(const orin_exec *ex, const orin_matmul_args *a, orin_dtype dt)
+{
+    gemv_segments seg = {};
+    seg.w[0] = a->w.data;
+    seg.bias[0] = a->bias.data;
+    seg.y[0] = a->y.data;
+    seg.begin[0] = 0;
+    seg.begin[1] = (int)a->w.shape[0];
+    seg.count = 1;
+    return run_gemv("matmul (common)", ex, seg, a->x.data, (int)a->w.shape[1], dt);
+}
+
+// ---- matmul.qkv ---------------------------------------------------------------------
+
+static int check_qkv(const char *label, const orin_exec *ex, const orin_matmul_qkv_args *a,
+                     orin_dtype dt)
+{
+    static const char *const w_names[3] = {"w[0]", "w[1]", "w[2]"};
+    static const char *const b_names[3] = {"bias[0]", "bias[1]", "bias[2]"};
+    static const char *const y_names[3] = {"y[0]", "y[1]", "y[2]"};
+    if (orin_check_exec(label, ex, CUDA) ||
+        orin_check_tensor(label, "x", &a->x, CUDA, dt, 2, 2))
+        return -1;
+    const int64_t n = a->x.shape[0], in = a->x.shape[1];
+    for (int i = 0; i < 3; i++) {
+        const orin_tensor *w = &a->w[i], *b = &a->bias[i], *y = &a->y[i];
+        if (orin_check_tensor(label, w_names[i], w, CUDA, dt, 2, 2) ||
+            orin_check_dim(label, w_names[i], w, 1, in) ||
+            orin_check_tensor(label, y_names[i], y, CUDA, dt, 2, 2) ||
+            orin_check_dim(label, y_names[i], y, 0, n) ||
+            orin_check_dim(label, y_names[i], y, 1, w->shape[0]) ||
+            orin_check_alias(label, y_names[i], y, "x", &a->x, false))
+            return -1;
+        if (b->data && (orin_check_tensor(label, b_names[i], b, CUDA, dt, 1, 1) ||
+                        orin_check_dim(label, b_names[i], b, 0, w->shape[0])))
+            return -1;
+    }
+    if (in > INT32_MAX || a->w[0].shape[0] + a->w[1].shape[0] + a->w[2].shape[0] > INT32_MAX)
+        return orin_error_set("%s: dimensions beyond 2^31", label);
+    return 0;
+}
+
+extern "C" int cuda_matmul_qkv(const orin_exec *ex, const orin_matmul_qkv_args *a, orin_dtype dt)
+{
+    const char *label = "matmul.qkv (common)";
+    if (check_qkv(label, ex, a, dt))
+        return -1;
+    if (a->x.shape[0] > 1) { // prefill: three cuBLASLt products
+        for (int i = 0; i < 3; i++) {
+            orin_matmul_args m = {.x = a->x, .w = a->w[i], .bias = a->bias[i], .y = a->y[i]};
+            if (cuda_matmul(ex, &m, dt) != 0)
+                return -1;
+        }
+        return 0;
+    }
+    gemv_segments seg = {};
+    seg.count = 3;
+    for (int i = 0; i < 3; i++) {
+        seg.w[i] = a->w[i].data;
+        seg.bias[i] = a->bias[i].data;
+        seg.y[i] = a->y[i].data;
+        seg.begin[i + 1] = seg.begin[i] + (int)a->w[i].shape[0];
+    }
+    return run_gemv(label, ex, seg, a->x.data, (int)a->x.shape[1], dt);
+}
+
+extern "C" size_t cuda_matmul_qkv_workspace_size(const void *args)
+{
+    return cuda_matmul_workspace_size(args);
+}
+
+// ---- matmul.swiglu ------------------------------------------------------------------
+
+static int check_swiglu(const char *label, const orin_exec *ex, const orin_matmul_swiglu_args *a,
+                        orin_dtype dt)
+{
+    if (orin_check_exec(label, ex, CUDA) ||
+        orin_check_tensor(label, "x", &a->x, CUDA, dt, 2, 2) ||
+        orin_check_tensor(label, "w_gate", &a->w_gate, CUDA, dt, 2, 2) ||
+        orin_check_same_shape(label, "w_gate", &a->w_gate, "w_up", &a->w_up) ||
+        orin_check_tensor(label, "w_up", &a->w_up, CUDA, dt, 2, 2) ||
+        orin_check_dim(label, "w_gate", &a->w_gate, 1, a->x.shape[1]) ||
+        orin_check_tensor(label, "out", &a->out, CUDA, dt, 2, 2) ||
+        orin_check_dim(label, "out", &a->out, 0, a->x.shape[0]) ||
+        orin_check_dim(label, "out", &a->out, 1, a->w_gate.shape[0]) ||
+        orin_check_alias(label, "out", &a->out, "x", &a->x, false))
+        return -1;
+    if (a->x.shape[1] > INT32_MAX || a->w_gate.shape[0] > INT32_MAX)
+        return orin_error_set("%s: dimensions beyond 2^31", label);
+    return 0;
+}
+
+// Prefill's scratch: the up projection [n, f] (the gate goes into out), then
+// the matmul's cuBLASLt workspace.
+static size_t swiglu_up_bytes(const orin_matmul_swiglu_args *a)
+{
+    size_t bytes = (size_t)a->x.shape[0] * (size_t)a->w_up.shape[0] * orin_dtype_size(a->x.dtype);
+    return (bytes + 255) / 256 * 256;
+}
+
+extern "C" size_t cuda_matmul_swiglu_workspace_size(const void *args)
+{
+    const orin_matmul_swiglu_args *a = (const orin_matmul_swiglu_args *)args;
+    return swiglu_up_bytes(a) + cuda_matmul_workspace_size(args);
+}
+
+template <typename T>
+static void swiglu_dispatch(const orin_exec *ex, const orin_matmul_swiglu_args *a, int in, int f)
+{
+    int R = gemv_rows_per_block(ex, f);
+    const void *w[2] = {a->w_gate.data, a->w_up.data};
+    bool vec = gemv_vectorizable(w, 2, a->x.data, in, a->x.dtype);
+    cudaStream_t stream = orin_cu_stream(ex);
+    const T *wg = (const T *)a->w_gate.data, *wu = (const T *)a->w_up.data;
+    const T *x = (const T *)a->x.data;
+    T *out = (T *)a->out.data;
+#define SWIGLU_LAUNCH(RR)                                                                   \
+    do {                                                                                    \
+        int blocks = (f + RR - 1) / RR;                                                     \
+        if (vec)                                                                            \
+            gemv_swiglu_kernel<T, RR, true><<<blocks, GEMV_THREADS, 0, stream>>>(wg, wu, x, \
+                                                                                 out, in, f); \
+        else                                                                                \
+            gemv_swiglu_kernel<T, RR, false><<<blocks, GEMV_THREADS, 0, stream>>>(wg, wu, x, \
+                                                                                  out, in, f); \
+    } while (0)
+    if (R == 4)
+        SWIGLU_LAUNCH(4);
+    else if (R == 2)
+        SWIGLU_LAUNCH(2);
+    else
+        SWIGLU_LAUNCH(1);
+#undef SWIGLU_LAUNCH
+}
+
+extern "C" int cuda_matmul_swiglu(const orin_exec *ex, const orin_matmul_swiglu_args *a,
+                                  orin_dtype dt)
+{
+    const char *label = "matmul.swiglu (common)";
+    if (check_swiglu(label, ex, a, dt))
+        return -1;
+    const int64_t n = a->x.shape[0], in = a->x.shape[1], f = a->w_gate.shape[0];
+    if (n > 1) { // prefill: gate into out, up into the workspace, then the SwiGLU
+        size_t up_bytes = swiglu_up_bytes(a);
+        if (!ex->workspace || ex->workspace_size < cuda_matmul_swiglu_workspace_size(a))
+            return orin_error_set("%s: workspace of %zu bytes, needs %zu", label,
+                                  ex->workspace_size, cuda_matmul_swiglu_workspace_size(a));
+        const int64_t dims[2] = {n, f};
+        orin_tensor up = orin_tensor_make(ex->workspace, dt, CUDA, 2, dims);
+        orin_exec rest = *ex;
+        rest.workspace = (char *)ex->workspace + up_bytes;
+        rest.workspace_size = ex->workspace_size - up_bytes;
+        orin_matmul_args g = {.x = a->x, .w = a->w_gate, .bias = {}, .y = a->out};
+        orin_matmul_args u = {.x = a->x, .w = a->w_up, .bias = {}, .y = up};
+        orin_swiglu_args s = {.gate = a->out, .up = up, .out = a->out};
+        if (cuda_matmul(&rest, &g, dt) != 0 || cuda_matmul(&rest, &u, dt) != 0 ||
+            cuda_swiglu(ex, &s, dt) != 0)
+            return -1;
+        return 0;
+    }
+    ORIN_CU_DISPATCH(dt, label, T, swiglu_dispatch<T>(ex, a, (int)in, (int)f));
+    return orin_cu_launched(label, dt, "x [1, %lld], w_gate/w_up [%lld, %lld]", (long long)in,
+                            (long long)f, (long long)in);
+}
+
+// ---- add_rmsnorm --------------------------------------------------------------------
+
+// x[row] = round(x + residual); out[row] = w * (x * 1/sqrt(mean(x^2) + eps)), the
+// sum of squares over the rounded x in f32, as add then rmsnorm compute it.
+// Launch: one block of 256 threads per row; the row is read twice (the second
+// time from L1/L2); bound by launch latency at decode sizes (d = 4096: 8 KB).
+template <typename T>
+__global__ void __launch_bounds__(256)
+    add_rmsnorm_kernel(T *__restrict__ x, const T *__restrict__ residual,
+                       const T *__restrict__ weight, T *__restrict__ out, int d, float eps)
+{
+    __shared__ float scratch[32];
+    T *xr = x + (size_t)blockIdx.x * d;
+    const T *rr = residual ? residual + (size_t)blockIdx.x * d : nullptr;
+    float ss = 0.0f;
+    for (int j = threadIdx.x; j < d; j += blockDim.x) {
+        float v = orin_cu_f32(xr[j]);
+        if (rr) {
+            T sum = orin_cu_from_f32<T>(v + orin_cu_f32(rr[j]));
+            xr[j] = sum;
+            v = orin_cu_f32(sum);
+        }
+        ss = fmaf(v, v, ss);
+    }
+    ss = orin_cu_block_sum(ss, scratch);
+    const float inv = 1.0f / sqrtf(ss / (float)d + eps);
+    T *orow = out + (size_t)blockIdx.x * d;
+    for (int j = threadIdx.x; j < d; j += blockDim.x)
+        orow[j] = orin_cu_from_f32<T>(orin_cu_f32(weight[j]) * (orin_cu_f32(xr[j]) * inv));
+}
+
+extern "C" int cuda_add_rmsnorm(const orin_exec *ex, const orin_add_rmsnorm_args *a, orin_dtype dt)
+{
+    const char *label = "add_rmsnorm (common)";
+    if (orin_check_exec(label, ex, CUDA) ||
+        orin_check_tensor(label, "x", &a->x, CUDA, dt, 1, ORIN_MAX_DIMS) ||
+        orin_check_tensor(label, "weight", &a->weight, CUDA, dt, 1, 1) ||
+        orin_check_tensor(label, "out", &a->out, CUDA, dt, 1, ORIN_MAX_DIMS) ||
+        orin_check_same_shape(label, "x", &a->x, "out", &a->out) ||
+        orin_check_dim(label, "weight", &a->weight, 0, a->x.shape[a->x.ndim - 1]) ||
+        orin_check_alias(label, "out", &a->out, "x", &a->x, false))
+        return -1;
+    if (a->residual.data &&
+        (orin_check_tensor(label, "residual", &a->residual, CUDA, dt, 1, ORIN_MAX_DIMS) ||
+         orin_check_same_shape(label, "x", &a->x, "residual", &a->residual) ||
+         orin_check_alias(label, "x", &a->x, "residual", &a->residual, false) ||
+         orin_check_alias(label, "out", &a->out, "residual", &a->residual, false)))
+        return -1;
+    if (!isfinite(a->eps) || a->eps < 0.0f)
+        return orin_error_set("%s: eps %g is not a non-negative number", label, a->eps);
+    const int64_t d = a->x.shape[a->x.ndim - 1], rows = orin_tensor_rows(&a->x);
+    if (d > INT32_MAX || rows > INT32_MAX)
+        return orin_error_set("%s: dimensions beyond 2^31", label);
+    cudaStream_t stream = orin_cu_stream(ex);
+    ORIN_CU_DISPATCH(dt, label, T,
+                     add_rmsnorm_kernel<T><<<(unsigned)rows, 256, 0, stream>>>(
+                         (T *)a->x.data, (const T *)a->residual.data, (const T *)a->weight.data,
+                         (T *)a->out.data, (int)d, a->eps));
+    return orin_cu_launched(label, dt, "x [%lld, %lld]%s", (long long)rows, (long long)d,
+                            a->residual.data ? " + residual" : "");
+}
+
+// ---- rope_kv_write ------------------------------------------------------------------
+
+// Per (token, head slot): slots 0..H-1 are q heads, H..H+Hkv-1 k heads,
+// then Hkv v heads. A q/k head is loaded, rmsnorm'ed over hd when its norm
+// weight is given (rounded to T as the unfused rmsnorm stores it), rotated as
+// ops_common's rope does it (cuda_rope.cuh: the CPU's roundings), and stored; k and v heads also go to the cache at
+// the token's position (a position outside 0..capacity-1 is skipped; a
+// negative one leaves NaN in q and k, as rope does).
+// Launch: grid (H + 2 Hkv, n), hd / 2 threads (a thread per rotated pair);
+// bound by latency at decode sizes (a few KB per token).
+template <typename T>
+__global__ void rope_kv_write_kernel(T *__restrict__ q, T *__restrict__ k, const T *__restrict__ v,
+                                     const T *__restrict__ q_norm, const T *__restrict__ k_norm,
+                                     const int32_t *__restrict__ positions, int heads,
+                                     int kv_heads, int hd, float eps, float theta,
+                                     orin_kv_view cache, rope_table table)
+{
+    __shared__ float scratch[32];
+    const int slot = blockIdx.x, token = blockIdx.y, half = hd / 2, j = threadIdx.x;
+    const int32_t pos = positions[token];
+    const bool in_cache = pos >= 0 && pos < cache.capacity;
+    if (slot >= heads + kv_heads) { // a v head: copy into the cache
+        int h = slot - heads - kv_heads;
+        const T *src = v + ((size_t)token * kv_heads + h) * hd;
+        if (in_cache) {
+            T *dst = (T *)cache.v + orin_kv_offset(&cache, pos, h);
+            dst[j] = src[j];
+            dst[j + half] = src[j + half];
+        }
+        return;
+    }
+    const bool is_q = slot < heads;
+    const int h = is_q ? slot : slot - heads;
+    T *row = is_q ? q + ((size_t)token * heads + h) * hd : k + ((size_t)token * kv_heads + h) * hd;
+    const T *norm = is_q ? q_norm : k_norm;
+    float x1 = orin_cu_f32(row[j]), x2 = orin_cu_f32(row[j + half]);
+    if (norm) {
+        float ss = orin_cu_block_sum(fmaf(x1, x1, x2 * x2), scratch);
+        float inv = 1.0f / sqrtf(ss / (float)hd + eps);
+        x1 = orin_cu_f32(orin_cu_from_f32<T>(orin_cu_f32(norm[j]) * (x1 * inv)));
+        x2 = orin_cu_f32(orin_cu_from_f32<T>(orin_cu_f32(norm[j + half]) * (x2 * inv)));
+    }
+    float c, s, r1, r2;
+    rope_cos_sin(pos, j, hd, theta, table, &c, &s);
+    rope_rotate(x1, x2, c, s, &r1, &r2);
+    T y1 = orin_cu_from_f32<T>(r1), y2 = orin_cu_from_f32<T>(r2);
+    row[j] = y1;
+    row[j + half] = y2;
+    if (!is_q && in_cache) {
+        T *dst = (T *)cache.k + orin_kv_offset(&cache, pos, h);
+        dst[j] = y1;
+        dst[j + half] = y2;
+    }
+}
+
+// A thread per rotated pair, and the per-head norm's block reduction wants
+// whole warps: head_dim a multiple of 64.
+static bool rope_kv_write_fits(int64_t hd)
+{
+    return hd > 0 && hd % 64 == 0 && hd <= 2048;
+}
+
+extern "C" bool cuda_rope_kv_write_supports(const void *args, char *why, size_t cap)
+{
+    const orin_rope_kv_write_args *a = (const orin_rope_kv_write_args *)args;
+    if (a->q.ndim == 3 && rope_kv_write_fits(a->q.shape[2]))
+        return true;
+    snprintf(why, cap, "head_dim %lld (runs multiples of 64)",
+             a->q.ndim == 3 ? (long long)a->q.shape[2] : -1LL);
+    return false;
+}
+
+extern "C" int cuda_rope_kv_write(const orin_exec *ex, const orin_rope_kv_write_args *a,
+                                  orin_dtype dt)
+{
+    const char *label = "rope_kv_write (common)";
+    if (orin_check_exec(label, ex, CUDA) ||
+        orin_check_tensor(label, "q", &a->q, CUDA, dt, 3, 3) ||
+        orin_check_tensor(label, "k", &a->k, CUDA, dt, 3, 3) ||
+        orin_check_tensor(label, "v", &a->v, CUDA, dt, 3, 3) ||
+        orin_check_same_shape(label, "k", &a->k, "v", &a->v) ||
+        orin_check_dim(label, "k", &a->k, 0, a->q.shape[0]) ||
+        orin_check_dim(label, "k", &a->k, 2, a->q.shape[2]) ||
+        orin_check_tensor(label, "positions", &a->positions, CUDA, ORIN_I32, 1, 1) ||
+        orin_check_dim(label, "positions", &a->positions, 0, a->q.shape[0]) ||
+        orin_check_kv_view(label, &a->cache, dt, a->k.shape[2]))
+        return -1;
+    if (a->k.shape[1] != a->cache.n_kv_heads)
+        return orin_error_set("%s: k: %lld heads, the cache has %d", label,
+                              (long long)a->k.shape[1], a->cache.n_kv_heads);
+    if ((a->q_norm.data && (orin_check_tensor(label, "q_norm", &a->q_norm, CUDA, dt, 1, 1) ||
+                            orin_check_dim(label, "q_norm", &a->q_norm, 0, a->q.shape[2]))) ||
+        (a->k_norm.data && (orin_check_tensor(label, "k_norm", &a->k_norm, CUDA, dt, 1, 1) ||
+                            orin_check_dim(label, "k_norm", &a->k_norm, 0, a->q.shape[2]))))
+        return -1;
+    const int64_t n = a->q.shape[0], heads = a->q.shape[1], hd = a->q.shape[2];
+    if (!rope_kv_write_fits(hd))
+        return orin_error_set("%s: head_dim %lld (runs multiples of 64 up to 2048)", label,
+                              (long long)hd);
+    if (!isfinite(a->theta) || a->theta <= 0.0f || !isfinite(a->eps) || a->eps < 0.0f)
+        return orin_error_set("%s: theta %g or eps %g out of range", label, a->theta, a->eps);
+    if (n > 65535)
+        return orin_error_set("%s: %lld tokens in one call (at most 65535)", label, (long long)n);
+    dim3 grid((unsigned)(heads + 2 * a->k.shape[1]), (unsigned)n);
+    cudaStream_t stream = orin_cu_stream(ex);
+    rope_table table;
+    rope_table_fill(&table, (int)(hd / 2), (int)hd, a->theta);
+    ORIN_CU_DISPATCH(dt, label, T,
+                     rope_kv_write_kernel<T><<<grid, (unsigned)(hd / 2), 0, stream>>>(
+                         (T *)a->q.data, (T *)a->k.data, (const T *)a->v.data,
+                         (const T *)a->q_norm.data, (const T *)a->k_norm.data,
+                         (const int32_t *)a->positions.data, (int)heads, (int)a->k.shape[1],
+                         (int)hd, a->eps, a->theta, a->cache, table));
+    return orin_cu_launched(label, dt, "q [%lld, %lld, %lld], k/v [%lld, %lld, %lld]",
+                            (long long)n, (long long)heads, (long long)hd, (long long)n,
+                            (long long)a->k.shape[1], (long long)hd);
+}

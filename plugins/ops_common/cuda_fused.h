@@ -1,0 +1,29 @@
+/* ops_common's fused CUDA ops (cuda_fused.cu) and the batch-1 GEMV behind the
+ * matmul of one row. Same contract as cuda.h: graph-safe, checked, f32/f16/bf16. */
+#ifndef ORIN_OPS_COMMON_CUDA_FUSED_H
+#define ORIN_OPS_COMMON_CUDA_FUSED_H
+
+#include "orin/ops.h"
+#include "orin/registry.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* y = x . w^T (+ bias) for one row of x, streaming w at the memory bandwidth;
+ * cuda_matmul takes it when cuda_gemv_fits. */
+bool cuda_gemv_fits(const orin_matmul_args *a);
+int cuda_gemv(const orin_exec *ex, const orin_matmul_args *a, orin_dtype dt);
+
+int cuda_add_rmsnorm(const orin_exec *ex, const orin_add_rmsnorm_args *a, orin_dtype dt);
+int cuda_matmul_qkv(const orin_exec *ex, const orin_matmul_qkv_args *a, orin_dtype dt);
+size_t cuda_matmul_qkv_workspace_size(const void *args);
+int cuda_matmul_swiglu(const orin_exec *ex, const orin_matmul_swiglu_args *a, orin_dtype dt);
+size_t cuda_matmul_swiglu_workspace_size(const void *args);
+int cuda_rope_kv_write(const orin_exec *ex, const orin_rope_kv_write_args *a, orin_dtype dt);
+bool cuda_rope_kv_write_supports(const void *args, char *why, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

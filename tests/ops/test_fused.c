@@ -1,0 +1,361 @@
+/* The fused ops against the sequences of plain ops they stand for (orin/ops.h),
+ * on fresh random inputs with poisoned outputs, both run by the same provider
+ * on the target device, and the products against a double reference too.
+ * Only CUDA registers fused ops: on the host the suite has nothing to test and
+ * says so (ctest runs it as ops.fused.cuda, label gpu).
+ *
+ * usage: test_ops_fused --device cuda */
+#include "ops_test.h"
+
+#include "orin/error.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const orin_dtype float_dtypes[] = {ORIN_F32, ORIN_F16, ORIN_BF16};
+
+static const orin_op_impl *impl_of(const char *op, orin_dtype dt)
+{
+    return ops_test_impl(op, "common", dt);
+}
+
+static orin_exec exec_with_workspace(const orin_op_impl *impl, const void *args)
+{
+    orin_exec ex = ops_test_exec(0);
+    size_t ws = impl && impl->workspace_size ? impl->workspace_size(args) : 0;
+    ex.workspace = ws ? ops_workspace(ws) : NULL;
+    ex.workspace_size = ws;
+    return ex;
+}
+
+static int run(const orin_op_impl *impl, const void *args)
+{
+    if (!impl)
+        return -1;
+    orin_exec ex = exec_with_workspace(impl, args);
+    orin_error_clear();
+    int rc = impl->run(&ex, args);
+    CHECK(rc == 0, "%s %s: %s", impl->op, orin_dtype_name(impl->dtype), orin_error());
+    return rc;
+}
+
+/* got within tol of want, both as read back; scale: |want| + floor. */
+static void check_same(const char *what, ops_buf *got, const ops_buf *want, double tol)
+{
+    double *ref = malloc(want->n * sizeof(double)), *scale = malloc(want->n * sizeof(double));
+    double mean_abs = 0;
+    for (size_t i = 0; i < want->n; i++)
+        mean_abs += fabs(want->value[i]) / (double)want->n;
+    for (size_t i = 0; i < want->n; i++) {
+        ref[i] = want->value[i];
+        scale[i] = fabs(want->value[i]) + 1e-3 * mean_abs;
+    }
+    ops_check_close(what, got, ref, scale, tol, 0);
+    free(ref);
+    free(scale);
+}
+
+static ops_buf copy_buf(const ops_buf *b)
+{
+    ops_buf c = ops_buf_nan(b->dt, b->n);
+    memcpy(c.data, b->data, b->n * orin_dtype_size(b->dt));
+    ops_buf_read(&c);
+    return c;
+}
+
+/* ---- add_rmsnorm ---- */
+
+static void add_rmsnorm_case(orin_dtype dt, int64_t rows, int64_t d, bool residual)
+{
+    ops_rng rng = {.state = 10 + (uint64_t)(rows * d)};
+    ops_buf x1 = ops_buf_random(&rng, dt, rows * d, -3, 3), x2 = copy_buf(&x1);
+    ops_buf r = ops_buf_random(&rng, dt, rows * d, -3, 3);
+    ops_buf w = ops_buf_random(&rng, dt, d, -2, 2);
+    ops_buf out1 = ops_buf_nan(dt, rows * d), out2 = ops_buf_nan(dt, rows * d);
+    const int64_t dims[2] = {rows, d};
+    orin_add_rmsnorm_args fused = {
+        .x = ops_tensor(x1.data, dt, 2, dims),
+        .residual = residual ? ops_tensor(r.data, dt, 2, dims) : (orin_tensor){0},
+        .weight = ops_tensor(w.data, dt, 1, &d),
+        .out = ops_tensor(out1.data, dt, 2, dims),
+        .eps = 1e-6f,
+    };
+    orin_add_args add = {.a = ops_tensor(x2.data, dt, 2, dims), .b = ops_tensor(r.data, dt, 2, dims)};
+    add.out = add.a;
+    orin_rmsnorm_args norm = {.x = add.a, .weight = fused.weight,
+                              .out = ops_tensor(out2.data, dt, 2, dims), .eps = 1e-6f};
+    char what[128];
+    snprintf(what, sizeof what, "add_rmsnorm %s [%lld, %lld]%s", orin_dtype_name(dt),
+             (long long)rows, (long long)d, residual ? " + residual" : "");
+    if (run(impl_of(ORIN_OP_ADD_RMSNORM, dt), &fused) == 0 &&
+        (!residual || run(impl_of(ORIN_OP_ADD, dt), &add) == 0) &&
+        run(impl_of(ORIN_OP_RMSNORM, dt), &norm) == 0) {
+        ops_buf_fetch(&x1);
+        ops_buf_fetch(&x2);
+        ops_buf_fetch(&out1);
+        ops_buf_fetch(&out2);
+        CHECK(memcmp(x1.data, x2.data, x1.n * orin_dtype_size(dt)) == 0,
+              "%s: x after the add differs from add's", what);
+        check_same(what, &out1, &out2, ops_tol(dt));
+    }
+    ops_release();
+    ops_buf_free(&x1);
+    ops_buf_free(&x2);
+    ops_buf_free(&r);
+    ops_buf_free(&w);
+    ops_buf_free(&out1);
+    ops_buf_free(&out2);
+}
+
+/* ---- matmul.qkv ---- */
+
+/* y = x . w^T + b in double, and its error scale sum |x w| + |b|. */
+static void matmul_reference(const ops_buf *x, const ops_buf *w, const ops_buf *b, int64_t n,
+                             int64_t in, int64_t out, double *ref, double *scale)
+{
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t o = 0; o < out; o++) {
+            double sum = b ? b->value[o] : 0, mag = b ? fabs(b->value[o]) : 0;
+            for (int64_t k = 0; k < in; k++) {
+                double p = x->value[i * in + k] * w->value[o * in + k];
+                sum += p;
+                mag += fabs(p);
+            }
+            ref[i * out + o] = sum;
+            scale[i * out + o] = mag;
+        }
+}
+
+static void qkv_case(orin_dtype dt, int64_t n, int64_t in, const int64_t outs[3], bool bias)
+{
+    ops_rng rng = {.state = 20 + (uint64_t)(n * in + outs[0])};
+    ops_buf x = ops_buf_random(&rng, dt, n * in, -1, 1);
+    ops_buf w[3], b[3], y[3], y_seq[3];
+    orin_matmul_qkv_args fused = {.x = ops_tensor(x.data, dt, 2, (int64_t[]){n, in})};
+    for (int i = 0; i < 3; i++) {
+        w[i] = ops_buf_random(&rng, dt, outs[i] * in, -1, 1);
+        b[i] = ops_buf_random(&rng, dt, outs[i], -1, 1);
+        y[i] = ops_buf_nan(dt, n * outs[i]);
+        y_seq[i] = ops_buf_nan(dt, n * outs[i]);
+        fused.w[i] = ops_tensor(w[i].data, dt, 2, (int64_t[]){outs[i], in});
+        if (bias)
+            fused.bias[i] = ops_tensor(b[i].data, dt, 1, &outs[i]);
+        fused.y[i] = ops_tensor(y[i].data, dt, 2, (int64_t[]){n, outs[i]});
+    }
+    char what[160];
+    snprintf(what, sizeof what, "matmul.qkv %s x [%lld, %lld], outs %lld/%lld/%lld%s",
+             orin_dtype_name(dt), (long long)n, (long long)in, (long long)outs[0],
+             (long long)outs[1], (long long)outs[2], bias ? " + bias" : "");
+    if (run(impl_of(ORIN_OP_MATMUL_QKV, dt), &fused) == 0) {
+        for (int i = 0; i < 3; i++) {
+            orin_matmul_args m = {.x = fused.x, .w = fused.w[i], .bias = fused.bias[i],
+                                  .y = ops_tensor(y_seq[i].data, dt, 2, (int64_t[]){n, outs[i]})};
+            if (run(impl_of(ORIN_OP_MATMUL, dt), &m) != 0)
+                break;
+            ops_buf_fetch(&y[i]);
+            ops_buf_fetch(&y_seq[i]);
+            double *ref = malloc(y[i].n * sizeof(double)), *scale = malloc(y[i].n * sizeof(double));
+            matmul_reference(&x, &w[i], bias ? &b[i] : NULL, n, in, outs[i], ref, scale);
+            char part[200];
+            snprintf(part, sizeof part, "%s: y[%d] vs double", what, i);
+            ops_check_close(part, &y[i], ref, scale, ops_tol(dt), ops_atol(dt));
+            snprintf(part, sizeof part, "%s: y[%d] vs matmul", what, i);
+            ops_check_close(part, &y[i], y_seq[i].value, scale, ops_tol(dt), ops_atol(dt));
+            free(ref);
+            free(scale);
+        }
+    }
+    ops_release();
+    ops_buf_free(&x);
+    for (int i = 0; i < 3; i++) {
+        ops_buf_free(&w[i]);
+        ops_buf_free(&b[i]);
+        ops_buf_free(&y[i]);
+        ops_buf_free(&y_seq[i]);
+    }
+}
+
+/* ---- matmul.swiglu ---- */
+
+static void swiglu_case(orin_dtype dt, int64_t n, int64_t in, int64_t f)
+{
+    ops_rng rng = {.state = 30 + (uint64_t)(n * in + f)};
+    ops_buf x = ops_buf_random(&rng, dt, n * in, -1, 1);
+    ops_buf wg = ops_buf_random(&rng, dt, f * in, -1, 1), wu = ops_buf_random(&rng, dt, f * in, -1, 1);
+    ops_buf out = ops_buf_nan(dt, n * f), gate = ops_buf_nan(dt, n * f), up = ops_buf_nan(dt, n * f);
+    const int64_t xd[2] = {n, in}, wd[2] = {f, in}, od[2] = {n, f};
+    orin_matmul_swiglu_args fused = {
+        .x = ops_tensor(x.data, dt, 2, xd),
+        .w_gate = ops_tensor(wg.data, dt, 2, wd),
+        .w_up = ops_tensor(wu.data, dt, 2, wd),
+        .out = ops_tensor(out.data, dt, 2, od),
+    };
+    orin_matmul_args g = {.x = fused.x, .w = fused.w_gate, .y = ops_tensor(gate.data, dt, 2, od)};
+    orin_matmul_args u = {.x = fused.x, .w = fused.w_up, .y = ops_tensor(up.data, dt, 2, od)};
+    orin_swiglu_args s = {.gate = g.y, .up = u.y, .out = g.y};
+    char what[128];
+    snprintf(what, sizeof what, "matmul.swiglu %s x [%lld, %lld], f %lld", orin_dtype_name(dt),
+             (long long)n, (long long)in, (long long)f);
+    if (run(impl_of(ORIN_OP_MATMUL_SWIGLU, dt), &fused) == 0 &&
+        run(impl_of(ORIN_OP_MATMUL, dt), &g) == 0 && run(impl_of(ORIN_OP_MATMUL, dt), &u) == 0 &&
+        run(impl_of(ORIN_OP_SWIGLU, dt), &s) == 0) {
+        ops_buf_fetch(&out);
+        ops_buf_fetch(&gate);
+        check_same(what, &out, &gate, ops_tol(dt));
+    }
+    ops_release();
+    ops_buf_free(&x);
+    ops_buf_free(&wg);
+    ops_buf_free(&wu);
+    ops_buf_free(&out);
+    ops_buf_free(&gate);
+    ops_buf_free(&up);
+}
+
+/* ---- rope_kv_write ---- */
+
+static void rope_cache_case(orin_dtype dt, int64_t n, int64_t heads, int64_t kv_heads, int64_t hd,
+                            bool norms, int32_t pos0)
+{
+    enum { SPARE = 5 };
+    ops_rng rng = {.state = 40 + (uint64_t)(n * hd + heads)};
+    const int64_t cap = pos0 + n + SPARE, row = kv_heads * hd;
+    ops_buf q1 = ops_buf_random(&rng, dt, n * heads * hd, -2, 2), q2 = copy_buf(&q1);
+    ops_buf k1 = ops_buf_random(&rng, dt, n * row, -2, 2), k2 = copy_buf(&k1);
+    ops_buf v = ops_buf_random(&rng, dt, n * row, -2, 2);
+    ops_buf qn = ops_buf_random(&rng, dt, hd, -2, 2), kn = ops_buf_random(&rng, dt, hd, -2, 2);
+    ops_buf ck1 = ops_buf_random(&rng, dt, cap * row, 5, 6), cv1 = ops_buf_random(&rng, dt, cap * row, 5, 6);
+    ops_buf ck2 = copy_buf(&ck1), cv2 = copy_buf(&cv1);
+    int32_t *pos = malloc(n * sizeof *pos);
+    for (int64_t i = 0; i < n; i++) /* distinct, unordered positions */
+        pos[i] = pos0 + (int32_t)((i * 7) % n);
+    orin_kv_view view = {.dtype = dt, .n_kv_heads = (int32_t)kv_heads, .head_dim = (int32_t)hd,
+                         .pos_stride = row, .head_stride = hd, .capacity = (int32_t)cap};
+    orin_kv_view view1 = view, view2 = view;
+    view1.k = ops_dev(ck1.data, cap * row * orin_dtype_size(dt));
+    view1.v = ops_dev(cv1.data, cap * row * orin_dtype_size(dt));
+    view2.k = ops_dev(ck2.data, cap * row * orin_dtype_size(dt));
+    view2.v = ops_dev(cv2.data, cap * row * orin_dtype_size(dt));
+    const int64_t qd[3] = {n, heads, hd}, kd[3] = {n, kv_heads, hd};
+    orin_tensor positions = ops_tensor(pos, ORIN_I32, 1, &n);
+    orin_rope_kv_write_args fused = {
+        .q = ops_tensor(q1.data, dt, 3, qd), .k = ops_tensor(k1.data, dt, 3, kd),
+        .v = ops_tensor(v.data, dt, 3, kd), .positions = positions, .eps = 1e-6f,
+        .theta = 1e6f, .cache = view1,
+    };
+    if (norms) {
+        fused.q_norm = ops_tensor(qn.data, dt, 1, &hd);
+        fused.k_norm = ops_tensor(kn.data, dt, 1, &hd);
+    }
+    orin_tensor q2t = ops_tensor(q2.data, dt, 3, qd), k2t = ops_tensor(k2.data, dt, 3, kd);
+    orin_rmsnorm_args nq = {.x = ops_tensor(q2.data, dt, 2, (int64_t[]){n * heads, hd}),
+                            .weight = fused.q_norm, .eps = 1e-6f};
+    orin_rmsnorm_args nk = {.x = ops_tensor(k2.data, dt, 2, (int64_t[]){n * kv_heads, hd}),
+                            .weight = fused.k_norm, .eps = 1e-6f};
+    nq.out = nq.x;
+    nk.out = nk.x;
+    orin_rope_args rq = {.x = q2t, .positions = positions, .theta = 1e6f};
+    orin_rope_args rk = {.x = k2t, .positions = positions, .theta = 1e6f};
+    orin_kv_write_args kw = {.k = k2t, .v = fused.v, .positions = positions, .cache = view2};
+    char what[160];
+    snprintf(what, sizeof what, "rope_kv_write %s n %lld heads %lld/%lld hd %lld%s from %d",
+             orin_dtype_name(dt), (long long)n, (long long)heads, (long long)kv_heads,
+             (long long)hd, norms ? " with q/k norms" : "", pos0);
+    bool ok = run(impl_of(ORIN_OP_ROPE_KV_WRITE, dt), &fused) == 0;
+    if (ok && norms)
+        ok = run(impl_of(ORIN_OP_RMSNORM, dt), &nq) == 0 && run(impl_of(ORIN_OP_RMSNORM, dt), &nk) == 0;
+    if (ok)
+        ok = run(impl_of(ORIN_OP_ROPE, dt), &rq) == 0 && run(impl_of(ORIN_OP_ROPE, dt), &rk) == 0 &&
+             run(impl_of(ORIN_OP_KV_WRITE, dt), &kw) == 0;
+    if (ok) {
+        ops_buf *pairs[4][2] = {{&q1, &q2}, {&k1, &k2}, {&ck1, &ck2}, {&cv1, &cv2}};
+        const char *names[4] = {"q", "k", "cache k", "cache v"};
+        for (int i = 0; i < 4; i++) {
+            ops_buf_fetch(pairs[i][0]);
+            ops_buf_fetch(pairs[i][1]);
+            char part[200];
+            snprintf(part, sizeof part, "%s: %s", what, names[i]);
+            check_same(part, pairs[i][0], pairs[i][1], ops_tol(dt));
+        }
+    }
+    ops_release();
+    free(pos);
+    ops_buf *all[] = {&q1, &q2, &k1, &k2, &v, &qn, &kn, &ck1, &cv1, &ck2, &cv2};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        ops_buf_free(all[i]);
+}
+
+/* ---- the batch-1 GEMV behind the matmul, at model sizes ---- */
+
+static void gemv_case(orin_dtype dt, int64_t in, int64_t out, int64_t x_offset)
+{
+    ops_rng rng = {.state = 50 + (uint64_t)(in + out)};
+    ops_buf x = ops_buf_random(&rng, dt, in + x_offset, -1, 1);
+    ops_buf w = ops_buf_random(&rng, dt, out * in, -1, 1), y = ops_buf_nan(dt, out);
+    /* x_offset shifts x off its 16-byte alignment: the scalar path */
+    orin_tensor xt = ops_tensor(x.data, dt, 2, (int64_t[]){1, in + x_offset});
+    xt.data = (char *)xt.data + x_offset * (int64_t)orin_dtype_size(dt);
+    xt.shape[1] = in;
+    xt.stride[0] = in;
+    orin_matmul_args a = {.x = xt, .w = ops_tensor(w.data, dt, 2, (int64_t[]){out, in}),
+                          .y = ops_tensor(y.data, dt, 2, (int64_t[]){1, out})};
+    char what[128];
+    snprintf(what, sizeof what, "matmul (gemv) %s [1, %lld] . [%lld, %lld]^T%s",
+             orin_dtype_name(dt), (long long)in, (long long)out, (long long)in,
+             x_offset ? ", x unaligned" : "");
+    if (run(impl_of(ORIN_OP_MATMUL, dt), &a) == 0) {
+        ops_buf_fetch(&y);
+        double *ref = malloc(out * sizeof(double)), *scale = malloc(out * sizeof(double));
+        ops_buf xs = ops_buf_nan(dt, in);
+        memcpy(xs.value, x.value + x_offset, in * sizeof(double));
+        matmul_reference(&xs, &w, NULL, 1, in, out, ref, scale);
+        ops_check_close(what, &y, ref, scale, ops_tol(dt), ops_atol(dt));
+        free(ref);
+        free(scale);
+        ops_buf_free(&xs);
+    }
+    ops_release();
+    ops_buf_free(&x);
+    ops_buf_free(&w);
+    ops_buf_free(&y);
+}
+
+int main(int argc, char **argv)
+{
+    ops_test_init(argc, argv);
+    if (!ops_on_gpu()) {
+        printf("skipped: the fused ops are registered for cuda only (run with --device cuda)\n");
+        return TEST_SKIP;
+    }
+    ops_test_registry();
+    const bool quick = ops_test_quick();
+    for (size_t t = 0; t < sizeof float_dtypes / sizeof float_dtypes[0]; t++) {
+        orin_dtype dt = float_dtypes[t];
+        add_rmsnorm_case(dt, 1, 64, false);
+        add_rmsnorm_case(dt, 1, 4096, true);
+        add_rmsnorm_case(dt, 7, 1000, true);
+        add_rmsnorm_case(dt, 33, 4097, true);
+        /* Qwen3-8B's qkv (bias: Qwen2's), a Qwen2.5-0.5B-like one, odd widths */
+        qkv_case(dt, 1, 4096, (int64_t[]){4096, 1024, 1024}, false);
+        qkv_case(dt, 1, 896, (int64_t[]){896, 128, 128}, true);
+        qkv_case(dt, 1, 67, (int64_t[]){33, 7, 9}, true);
+        qkv_case(dt, 5, 256, (int64_t[]){256, 64, 64}, true);
+        swiglu_case(dt, 1, 1024, 3072);
+        swiglu_case(dt, 1, 67, 129);
+        swiglu_case(dt, 3, 256, 384);
+        if (!quick)
+            swiglu_case(dt, 1, 4096, 12288);
+        rope_cache_case(dt, 1, 32, 8, 128, true, 4000);
+        rope_cache_case(dt, 9, 4, 2, 64, true, 0);
+        rope_cache_case(dt, 5, 14, 2, 64, false, 1000);
+        rope_cache_case(dt, 1, 28, 4, 128, false, 31000);
+        gemv_case(dt, 4096, 1024, 0);  /* few rows: one row a block */
+        gemv_case(dt, 4096, 4096, 0);
+        gemv_case(dt, 1000, 8193, 1);  /* x off alignment: the scalar path */
+        if (!quick)
+            gemv_case(dt, 512, 151936, 0); /* lm_head's row count */
+    }
+    ops_test_registry_free();
+    return test_finish();
+}
