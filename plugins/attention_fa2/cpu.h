@@ -5,8 +5,9 @@
 #include "orin/ops.h"
 #include "orin/registry.h"
 
-/* The tiles the CUDA kernel uses too: one block per FA2_BLOCK_Q query rows x head
- * (4 warps of 32 rows), stepping over the cache FA2_BLOCK_KV positions at a time. */
+/* One block per FA2_BLOCK_Q query rows x head, stepping over the cache
+ * FA2_BLOCK_KV positions at a time: the CUDA prefill's default tile on Hopper
+ * too (4 warps of 32 rows); its other tile configs are in cuda_prefill_mma.cuh. */
 #define FA2_BLOCK_Q 128
 #define FA2_BLOCK_KV 64
 
