@@ -119,30 +119,6 @@ __device__ __forceinline__ void fa2_warp_span(const int *pos_sm, int row0, int r
 
 // ---- PTX wrappers ----
 
-__device__ __forceinline__ uint32_t fa2_smem_addr(const void *p)
-{
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
-
-// 16 bytes global -> shared, bypassing L1 (.cg); src_bytes 0 zero-fills without reading.
-__device__ __forceinline__ void fa2_cp_async16(uint32_t dst, const void *src, uint32_t src_bytes)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(src_bytes)
-                 : "memory");
-}
-
-__device__ __forceinline__ void fa2_cp_async_commit()
-{
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-// Waits until at most N of this thread's committed groups are still in flight.
-template <int N> __device__ __forceinline__ void fa2_cp_async_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
 // Four 8x8 b16 matrices; lanes 8j..8j+7 give the row addresses of matrix j,
 // and each lane receives, in register j, row lane/4, columns 2(lane%4)..+1 of
 // matrix j (with .trans: column lane/4, rows 2(lane%4)..+1).
@@ -292,7 +268,7 @@ __device__ __forceinline__ void fa2_copy_q(char *smem, uint32_t smem_base, int d
         }
         const T *src = q_head + (int64_t)(i0 + r) * q_ld + c.chunk * 8;
         if (vec16)
-            fa2_cp_async16(smem_base + off, src, 16);
+            orin_cu_cp_async16(smem_base + off, src, 16);
         else
             fa2_copy16_slow(smem + off, src);
     }
@@ -323,8 +299,8 @@ __device__ __forceinline__ void fa2_copy_kv(char *smem, uint32_t smem_base, int 
             const bool live = pos < kv_end;
             const int64_t e = live ? orin_kv_offset(&kv, pos, kv_head) : 0;
             // src-size 0: zero-fill, nothing read (the base address is valid anyway)
-            fa2_cp_async16(smem_base + k_dst + off, k + e, live ? 16 : 0);
-            fa2_cp_async16(smem_base + v_dst + off, v + e, live ? 16 : 0);
+            orin_cu_cp_async16(smem_base + k_dst + off, k + e, live ? 16 : 0);
+            orin_cu_cp_async16(smem_base + v_dst + off, v + e, live ? 16 : 0);
         }
     } else {
 #pragma unroll 1
@@ -403,7 +379,7 @@ __global__ void __launch_bounds__(WARPS * 32, FA2_MIN_BLOCKS(MB_HOPPER, MB_AMPER
     const int i0 = (gridDim.y - 1 - blockIdx.y) * BQ;
     const int kv_head = head / p.group;
     const int wrow0 = warp * MT * 16;  // this warp's first row in the tile
-    const uint32_t smem_base = fa2_smem_addr(smem);
+    const uint32_t smem_base = orin_cu_smem_addr(smem);
     const orin_kv_view kv = p.cache;
 
     // -- positions: the block's KV bound, the warp's span
@@ -438,7 +414,7 @@ __global__ void __launch_bounds__(WARPS * 32, FA2_MIN_BLOCKS(MB_HOPPER, MB_AMPER
     for (int s = 0; s < STAGES - 1; s++) {
         if (s < tiles)
             issue_kv(s);
-        fa2_cp_async_commit();
+        orin_cu_cp_async_commit();
     }
 
     // Per-lane ldmatrix offsets inside a tile, before the per-step XOR
@@ -459,7 +435,7 @@ __global__ void __launch_bounds__(WARPS * 32, FA2_MIN_BLOCKS(MB_HOPPER, MB_AMPER
     // aliased buffer.
     uint32_t q_frag[S::Q_IN_REGS ? MT : 1][S::Q_IN_REGS ? HD / 16 : 1][4];
     if constexpr (S::Q_IN_REGS) {
-        fa2_cp_async_wait<STAGES - 2>();
+        orin_cu_cp_async_wait<STAGES - 2>();
         __syncthreads();
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
@@ -489,11 +465,11 @@ __global__ void __launch_bounds__(WARPS * 32, FA2_MIN_BLOCKS(MB_HOPPER, MB_AMPER
         // Tile `tile` has landed (this thread's copies), and after the
         // barrier everyone's are visible and everyone is done with tile - 1,
         // whose buffer the next issue reuses.
-        fa2_cp_async_wait<STAGES - 2>();
+        orin_cu_cp_async_wait<STAGES - 2>();
         __syncthreads();
         if (tile + STAGES - 1 < tiles)
             issue_kv(tile + STAGES - 1);
-        fa2_cp_async_commit();
+        orin_cu_cp_async_commit();
 
         const int j0 = tile * BKV;
         if (j0 > warp_max)
@@ -621,7 +597,7 @@ __global__ void __launch_bounds__(WARPS * 32, FA2_MIN_BLOCKS(MB_HOPPER, MB_AMPER
     // -- epilogue: O / l rounded to T, staged through the Q tile's smem (free
     // once every copy has landed and every warp is past its last ldmatrix),
     // then 16-byte row stores.
-    fa2_cp_async_wait<0>();
+    orin_cu_cp_async_wait<0>();
     __syncthreads();
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) {

@@ -1,7 +1,9 @@
 /* attention_mha: the reference attention (provider "mha"), prefill and decode,
- * on the CPU for f32, f16 and bf16. */
+ * on the CPU and (where built) CUDA, for f32, f16 and bf16. */
 #include "cpu.h"
+#include "cuda.h"
 
+#include "orin/error.h"
 #include "orin/plugin.h"
 
 #define ENTRIES(dt, suffix)                                                         \
@@ -32,10 +34,55 @@ ENTRIES(ORIN_BF16, bf16)
         .flags = ORIN_OP_REFERENCE | ORIN_OP_GRAPH_SAFE,                            \
     }
 
+#ifdef ORIN_HAVE_CUDA
+#define CUDA_ENTRIES(dt, suffix)                                                    \
+    static int cuda_prefill_##suffix(const orin_exec *ex, const void *args)         \
+    {                                                                               \
+        if (!args)                                                                  \
+            return orin_error_set("attention.prefill (mha): no arguments");         \
+        return mha_cuda_attention(ex, args, dt, false);                             \
+    }                                                                               \
+    static int cuda_decode_##suffix(const orin_exec *ex, const void *args)          \
+    {                                                                               \
+        if (!args)                                                                  \
+            return orin_error_set("attention.decode (mha): no arguments");          \
+        return mha_cuda_attention(ex, args, dt, true);                              \
+    }
+
+CUDA_ENTRIES(ORIN_F32, f32)
+CUDA_ENTRIES(ORIN_F16, f16)
+CUDA_ENTRIES(ORIN_BF16, bf16)
+
+static size_t cuda_workspace(const void *args)
+{
+    return mha_cuda_workspace_size(args);
+}
+
+/* The grid is (n, H), the workspace [n, H, max_kv_len]: nothing follows the
+ * position, so decode is graph-safe. Every head_dim runs. */
+#define CUDA_IMPLS(dt, suffix)                                                      \
+    {                                                                               \
+        .op = ORIN_OP_ATTENTION_PREFILL, .provider = "mha",                         \
+        .device = ORIN_DEVICE_CUDA, .dtype = dt, .run = cuda_prefill_##suffix,      \
+        .workspace_size = cuda_workspace, .flags = ORIN_OP_REFERENCE,               \
+    },                                                                              \
+    {                                                                               \
+        .op = ORIN_OP_ATTENTION_DECODE, .provider = "mha",                          \
+        .device = ORIN_DEVICE_CUDA, .dtype = dt, .run = cuda_decode_##suffix,       \
+        .workspace_size = cuda_workspace,                                           \
+        .flags = ORIN_OP_REFERENCE | ORIN_OP_GRAPH_SAFE,                            \
+    }
+#endif
+
 static const orin_op_impl impls[] = {
     IMPLS(ORIN_F32, f32),
     IMPLS(ORIN_F16, f16),
     IMPLS(ORIN_BF16, bf16),
+#ifdef ORIN_HAVE_CUDA
+    CUDA_IMPLS(ORIN_F32, f32),
+    CUDA_IMPLS(ORIN_F16, f16),
+    CUDA_IMPLS(ORIN_BF16, bf16),
+#endif
 };
 
 static int register_ops(orin_registry *reg)
@@ -43,6 +90,13 @@ static int register_ops(orin_registry *reg)
     return orin_registry_add_all(reg, impls, sizeof impls / sizeof impls[0]);
 }
 
+#ifdef ORIN_HAVE_CUDA
+#define MHA_DEVICES "cpu, cuda"
+#else
+#define MHA_DEVICES "cpu"
+#endif
+
 ORIN_PLUGIN_DEFINE("attention_mha", "0.1.0",
-                   "reference attention: scores materialised, softmax, P.V (cpu: f32, f16, bf16)",
+                   "reference attention: scores materialised, softmax, P.V (" MHA_DEVICES
+                   ": f32, f16, bf16)",
                    register_ops)

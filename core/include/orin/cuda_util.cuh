@@ -6,6 +6,7 @@
  *   - dtypes: the CUDA type of each orin float dtype, conversions through f32
  *     (round to nearest even, as torch), and a dispatch macro;
  *   - 16-byte vector loads and stores that widen to / round from f32;
+ *   - cp.async (global -> shared without registers, sm_80+);
  *   - warp and block reductions;
  *   - checked launches: an error naming the op, provider, dtype and shapes;
  *   - the stream and multiprocessor count of the exec's device.
@@ -103,6 +104,36 @@ __device__ __forceinline__ void orin_cu_store16(T *p, const float (&in)[orin_cu_
     for (int i = 0; i < orin_cu_vec<T>::n; i++)
         e[i] = orin_cu_from_f32<T>(in[i]);
     *reinterpret_cast<uint4 *>(p) = raw;
+}
+
+/* ---- asynchronous copies (sm_80+) ---- */
+
+/* The shared-memory address cp.async and ldmatrix take. */
+__device__ __forceinline__ uint32_t orin_cu_smem_addr(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+/* 16 bytes global -> shared without a stop in L1 (.cg); src_bytes 0 fills the
+ * 16 bytes with zeros and reads nothing (a row past the end of a tile). Both
+ * addresses 16-byte aligned. */
+__device__ __forceinline__ void orin_cu_cp_async16(uint32_t smem_dst, const void *src,
+                                                   uint32_t src_bytes = 16)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_dst), "l"(src),
+                 "r"(src_bytes)
+                 : "memory");
+}
+
+__device__ __forceinline__ void orin_cu_cp_async_commit()
+{
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+/* Waits until at most N of this thread's committed groups are in flight. */
+template <int N> __device__ __forceinline__ void orin_cu_cp_async_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
 /* ---- reductions ---- */
