@@ -36,32 +36,45 @@ grep -E "\*\*\*Failed|Not Run|Timeout" "$out/ctest.log" | head -40
 
 san_rows=()
 if [ $sanitize = 1 ]; then
+  # Each check under compute-sanitizer, all at once (they are CPU-bound in the
+  # instrumentation; the GPU has room), each capped at SAN_TIMEOUT seconds.
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  sanitize_one() { # name tool command...
-    local name=$1 tool=$2; shift 2
-    SECONDS=0
-    ORIN_TEST_QUICK=1 "$cs" --tool "$tool" --error-exitcode 99 --print-limit 20 "$@" \
-      >"$out/san-$name-$tool.log" 2>&1
-    local rc=$?
-    local errs; errs=$(grep -E "ERROR SUMMARY" "$out/san-$name-$tool.log" | tail -1)
-    san_rows+=("$(printf '%-28s %-9s rc %-3s %4ss  %s' "$name" "$tool" "$rc" "$SECONDS" "$errs")")
-  }
   models=tests/data/models
-  sanitize_one ops.common memcheck "$build/test_ops_common" --device cuda
+  checks=(
+    "ops.common memcheck $build/test_ops_common --device cuda"
+    "ops.common racecheck $build/test_ops_common --device cuda"
+    "ops.fused memcheck $build/test_ops_fused --device cuda"
+    "model.qwen3.fa2.f16 memcheck $build/test_model_logprobs $models/qwen3-tiny $models/qwen3-tiny/ref_short.json fa2 decode --device cuda --dtype f16 --tol 0.25 --graph on"
+    "model.qwen2.mha.f32 memcheck $build/test_model_logprobs $models/qwen2-tiny $models/qwen2-tiny/ref_short.json mha prefill --device cuda --tol 2e-3"
+  )
   for p in mha fa1 fa2; do
-    sanitize_one ops.attention.$p memcheck "$build/test_ops_attention" $p --device cuda
-    sanitize_one ops.attention.$p racecheck "$build/test_ops_attention" $p --device cuda
+    checks+=("ops.attention.$p memcheck $build/test_ops_attention $p --device cuda")
+    checks+=("ops.attention.$p racecheck $build/test_ops_attention $p --device cuda")
   done
-  sanitize_one ops.common racecheck "$build/test_ops_common" --device cuda
-  sanitize_one model.qwen3.fa2.f16 memcheck "$build/test_model_logprobs" $models/qwen3-tiny \
-    $models/qwen3-tiny/ref_short.json fa2 decode --device cuda --dtype f16 --tol 0.25
-  sanitize_one model.qwen2.mha.f32 memcheck "$build/test_model_logprobs" $models/qwen2-tiny \
-    $models/qwen2-tiny/ref_short.json mha prefill --device cuda --tol 2e-3
+  SECONDS=0
+  for c in "${checks[@]}"; do
+    set -- $c
+    name=$1 tool=$2; shift 2
+    ( ORIN_TEST_QUICK=1 timeout "${SAN_TIMEOUT:-300}" "$cs" --tool "$tool" --error-exitcode 99 \
+        --print-limit 20 "$@" >"$out/san-$name-$tool.log" 2>&1
+      echo $? >"$out/san-$name-$tool.rc" ) &
+  done
+  wait
+  for c in "${checks[@]}"; do
+    set -- $c
+    log="$out/san-$1-$2.log"
+    errs=$(grep -E "ERROR SUMMARY" "$log" | tail -1)
+    tests=$(grep -E "passed, .* failed" "$log" | tail -1)
+    san_rows+=("$(printf '%-22s %-9s rc %-3s %-28s %s' "$1" "$2" "$(cat "$out/san-$1-$2.rc")" \
+                "$errs" "$tests")")
+  done
+  san_s=$SECONDS
 fi
 
 echo
 echo "== summary =="
 echo "build ${build_s}s (CUDA ${archs}), ctest ${ctest_s}s rc ${ctest_rc}: $(grep -E 'tests passed' "$out/ctest.log")"
 grep -E "^gpu +=" -A0 "$out/ctest.log" || true
+[ $sanitize = 1 ] && echo "compute-sanitizer: ${san_s}s (rc 124: timed out, 99: errors found)"
 for r in "${san_rows[@]}"; do echo "$r"; done
 exit $ctest_rc

@@ -1,8 +1,1043 @@
-// PLACEHOLDER (being written): fa2 CUDA decode. Replaced before any commit.
+// FlashAttention-2 decode on CUDA: split-KV ("Flash-Decoding"), GQA-native.
+//
+// One query row (n == 1) attends cache positions 0..p, p = positions[0] read
+// from device memory inside the kernels. The cache is cut into `splits` pieces;
+// a block is (split, kv head, row chunk) and its rows are the query heads of
+// that kv head (up to 8 of them; more go to further row chunks), so each K/V
+// byte it loads serves the whole group. Each block writes its partial output,
+// normalised by its own l, and lse = m + log(l) into the f32 workspace:
+//     workspace = O_s [splits, H, hd], then lse_s [splits, H]
+// and the combine computes lse = log(sum_s exp(lse_s)) and
+//     out = sum_s exp(lse_s - lse) O_s
+// over the splits that saw a position (the others write lse_s = -inf and no
+// O_s; the combine counts the active ones from p and reads only those).
+//
+// Graph safety: the grid (splits) follows the SM count and max_kv_len only,
+// never p. Inside the kernel the split length follows p: the p + 1 positions
+// are cut into `splits` pieces of a multiple of 64, so a graph captured at the
+// cache capacity replayed at a short position still spreads its work over
+// every block (the pieces past p exit at once). run() never synchronises,
+// allocates, or reads device memory.
+//
+// Positions: p outside 0..max_kv_len-1 (device memory, unchecked on the host)
+// gives a NaN output row and reads no K/V; max_kv_len <= capacity is checked on
+// the host, so no value of p leads to an out-of-bounds access. Cache slots past
+// p (NaN in the tests) are never loaded: a masked position's K and V registers
+// are zero and its score is -inf, so its weight is exactly 0.
+//
+// Two split kernels, one workspace format:
+//   mma  (f16, bf16; 16-byte aligned cache rows; sm_80+): S^T = K Q^T and
+//        O^T += V^T P^T on tensor cores (mma.sync m16n8k16, f32 accumulators),
+//        with K and V fed to the mma straight from 16-byte global loads (the dot
+//        products' dimension order is permuted consistently for K and Q; V is
+//        re-paired with byte permutes). P is rounded to the cache dtype as the
+//        mma operand (as every flash kernel does): the weights sum to exactly 1
+//        since l sums the rounded values. Scores, softmax and accumulators f32.
+//   simt (f32, any cache alignment, or ORIN_FA2_DECODE_CONFIG=simt): CUDA cores,
+//        f32 throughout; lanes split head_dim in 16-byte pieces, warp-shuffle
+//        sums give the scores.
+// Two ways to combine, chosen by ORIN_FA2_DECODE_CONFIG:
+//   fused (default): the last block of a (kv head, row chunk) to finish, found
+//        with an atomic counter, combines that chunk's rows: one launch. The
+//        counters are this module's own device memory (zero at load), not the
+//        workspace: a model shares one workspace between all its ops, so nothing
+//        left there survives to the next call, and a test poisons it. One slab
+//        per stream, so that two streams never share a counter; every launch
+//        leaves them zero again (its last block resets its counter).
+//   two-kernel: a second kernel, one block per query head, combines.
+// Fused is the default: at short contexts the whole op is a few microseconds,
+// and a second launch costs about as much again. two-kernel remains for
+// comparison, and is what runs when a ninth stream (no free counter slab) calls.
+//
+// ORIN_FA2_DECODE_CONFIG: words joined by '+': "fused" or "two-kernel", "mma" or
+// "simt", "bps=N" (blocks per SM the split count aims at; default: the kernel's
+// occupancy). Unset or empty: fused+mma. An unknown word is an error.
 #include "cuda.h"
+
+#include "orin/cuda_util.cuh"
 #include "orin/error.h"
-extern "C" int fa2_cuda_decode(const orin_exec *, const orin_attention_args *, orin_dtype)
+#include "orin/op_check.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <type_traits>
+
+#define FA2D_LABEL "attention.decode (fa2)"
+
+enum {
+    FA2D_WARPS = 4,
+    FA2D_THREADS = FA2D_WARPS * 32,
+    FA2D_ALIGN = 64,       // split lengths are multiples of this (a block step of every kernel)
+    FA2D_MAX_SPLITS = 512,  // the combine keeps R x this many weights in shared memory
+    FA2D_MMA_ROWS = 8,     // query rows a block of the mma kernel takes (the mma's n)
+    FA2D_SIMT_ROWS = 4,    // at most, in the simt kernel (registers: q and acc are R x 8 f32)
+    FA2D_SLABS = 8,        // streams that can run the fused variant
+    FA2D_SLAB_COUNTERS = 1024,
+};
+
+// The fused variant's arrival counters: [slab][kv head * row chunks + chunk].
+__device__ unsigned int fa2d_counters[FA2D_SLABS][FA2D_SLAB_COUNTERS];
+
+struct fa2d_params {
+    const void *q;               // [H, hd]
+    void *out;                   // [H, hd]
+    const int32_t *positions;    // [1]
+    orin_kv_view cache;
+    float scale;                 // the call's scale; times log2(e) for the exp2 kernels
+    int32_t max_kv_len;
+    int heads, head_dim, group;  // H, hd, H / Hkv
+    int row_chunks;              // ceil(group / R), R: the kernel's rows per block
+    int splits;
+    float *partial_o;            // [splits, H, hd]
+    float *partial_lse;          // [splits, H]
+    int slab;                    // fused: the counter slab; -1: two-kernel
+};
+
+// ---- small device helpers ----
+
+__device__ __forceinline__ float fa2d_nan(void)
 {
-    return orin_error_set("attention.decode (fa2): cuda kernel not built yet");
+    return __int_as_float(0x7fc00000);
 }
-extern "C" size_t fa2_cuda_decode_workspace_size(const orin_attention_args *) { return 0; }
+
+// exp in the kernel's score units: base 2 for the f16/bf16 kernels (log2(e) is
+// folded into the scale: one more rounding, ~1e-6 relative in p at scores of
+// tens, far under their 1e-2), base e for f32, exact to the library's expf.
+template <bool LOG2> __device__ __forceinline__ float fa2d_exp(float x)
+{
+    return LOG2 ? exp2f(x) : expf(x);
+}
+
+// The natural-log lse of a running (m, l) in the kernel's units.
+template <bool LOG2> __device__ __forceinline__ float fa2d_lse(float m, float l)
+{
+    return LOG2 ? (m + log2f(l)) * 0.69314718055994531f : m + logf(l);
+}
+
+// The pieces of positions 0..p: n = p + 1 positions (0 when p is invalid) in
+// pieces of `len` (a multiple of FA2D_ALIGN); pieces 0 .. active - 1 are not
+// empty, the rest are.
+struct fa2d_pieces {
+    int64_t n, len;
+    int active;
+};
+
+__device__ __forceinline__ fa2d_pieces fa2d_cut(const fa2d_params &P)
+{
+    const int32_t p = P.positions[0];
+    fa2d_pieces c;
+    c.n = (p >= 0 && p < P.max_kv_len) ? (int64_t)p + 1 : 0;
+    c.len = ((c.n + P.splits - 1) / P.splits + FA2D_ALIGN - 1) / FA2D_ALIGN * FA2D_ALIGN;
+    c.active = c.len ? (int)((c.n + c.len - 1) / c.len) : 0;
+    return c;
+}
+
+// This block's piece: [*begin, *end), empty when begin >= end (past p, or p
+// invalid: then every piece is empty).
+__device__ __forceinline__ void fa2d_range(const fa2d_params &P, int split, int64_t *begin,
+                                           int64_t *end)
+{
+    const fa2d_pieces c = fa2d_cut(P);
+    *begin = (int64_t)split * c.len;
+    *end = *begin + c.len < c.n ? *begin + c.len : c.n;
+}
+
+__device__ __forceinline__ bool fa2d_valid_position(const fa2d_params &P)
+{
+    const int32_t p = P.positions[0];
+    return p >= 0 && p < P.max_kv_len;
+}
+
+// 16 bytes of a K/V row (16-byte aligned), or zeros for a masked position (its
+// memory is not touched). The L2::256B hint fetches the rest of the 256-byte
+// row segment with the first access: the next load instructions of the step
+// read it.
+__device__ __forceinline__ uint4 fa2d_ld16(const void *p, bool ok)
+{
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+    if (ok)
+        asm("ld.global.nc.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                     : "l"(p));
+    return v;
+}
+
+// ---- shared memory ----
+
+// Per-warp results of a block (m, l in the kernel's units; o unnormalised),
+// then reused by the fused combine for the split weights and partial sums.
+template <int R> struct fa2d_combine_smem {
+    float w[R][FA2D_MAX_SPLITS];     // exp(lse_s - max) of each row
+    float4 part[2 * FA2D_THREADS];   // partial sums of the split groups
+    float inv[R];                    // 1 / sum of each row's weights
+    unsigned int last;               // fused: this block combines
+};
+
+template <int R, int HD> union fa2d_smem {
+    struct {
+        float o[FA2D_WARPS][R][HD];
+        float m[FA2D_WARPS][R];
+        float l[FA2D_WARPS][R];
+    } merge;
+    fa2d_combine_smem<R> combine;
+};
+
+// ---- the combine (both variants) ----
+
+// Output rows head0 .. head0 + rows - 1 (R >= rows) from the active splits'
+// partials; the whole block (FA2D_THREADS) calls it, and it ends with a
+// barrier. For each split the rows' partial outputs are one contiguous run of
+// rows x hd floats, read as float4 columns: a thread takes a column and a
+// group of splits (every G-th), many loads in flight. Reads through L2
+// (__ldcg): in the fused variant other blocks wrote them during this launch.
+template <typename T, int R>
+__device__ void fa2d_combine_rows(const fa2d_params &P, int head0, int rows, int active,
+                                  fa2d_combine_smem<R> &cs)
+{
+    constexpr int PER_LANE = FA2D_MAX_SPLITS / 32, BATCH = 16;
+    const int H = P.heads, hd = P.head_dim, tid = threadIdx.x;
+    const int lane = tid & 31, warp = tid >> 5;
+    // Each row's weights relative to its largest lse (a warp a row; every
+    // lse of the row in flight at once).
+    for (int r = warp; r < rows; r += FA2D_WARPS) {
+        const float *lse = P.partial_lse + head0 + r;
+        float v[PER_LANE], mx = -INFINITY;
+#pragma unroll
+        for (int k = 0; k < PER_LANE; k++) {
+            const int s = lane + 32 * k;
+            v[k] = s < active ? __ldcg(lse + (int64_t)s * H) : -INFINITY;
+            mx = fmaxf(mx, v[k]);
+        }
+        mx = orin_cu_warp_max(mx);
+        float sum = 0.0f;
+#pragma unroll
+        for (int k = 0; k < PER_LANE; k++) {
+            const int s = lane + 32 * k;
+            if (s < active) {
+                const float e = expf(v[k] - mx);
+                cs.w[r][s] = e;
+                sum += e;
+            }
+        }
+        sum = orin_cu_warp_sum(sum); // NaN data: NaN, and so the row
+        if (lane == 0)
+            cs.inv[r] = 1.0f / sum;
+    }
+    __syncthreads();
+    const int cols = rows * hd / 4, per_row = hd / 4;
+    const int G = cols >= FA2D_THREADS ? 1 : FA2D_THREADS / cols;
+    const int64_t split_stride = (int64_t)H * hd / 4; // float4s from one split to the next
+    const float4 *base = reinterpret_cast<const float4 *>(P.partial_o + (int64_t)head0 * hd);
+    for (int item = tid; item < cols * G; item += FA2D_THREADS) {
+        const int c = item % cols, grp = item / cols, r = c / per_row;
+        float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        // BATCH loads in flight, then their sums (one L2 round trip a batch).
+        for (int s0 = grp; s0 < active; s0 += BATCH * G) {
+            float4 o[BATCH];
+            float e[BATCH];
+#pragma unroll
+            for (int k = 0; k < BATCH; k++) {
+                const int s = s0 + k * G;
+                o[k] = s < active ? __ldcg(base + s * split_stride + c)
+                                  : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                e[k] = s < active ? cs.w[r][s] : 0.0f;
+            }
+#pragma unroll
+            for (int k = 0; k < BATCH; k++) {
+                acc.x += e[k] * o[k].x;
+                acc.y += e[k] * o[k].y;
+                acc.z += e[k] * o[k].z;
+                acc.w += e[k] * o[k].w;
+            }
+        }
+        cs.part[item] = acc;
+    }
+    __syncthreads();
+    T *out = (T *)P.out + (int64_t)head0 * hd;
+    for (int c = tid; c < cols; c += FA2D_THREADS) {
+        float4 acc = cs.part[c];
+        for (int g = 1; g < G; g++) {
+            const float4 o = cs.part[g * cols + c];
+            acc.x += o.x;
+            acc.y += o.y;
+            acc.z += o.z;
+            acc.w += o.w;
+        }
+        const float inv = cs.inv[c / per_row];
+        out[4 * c] = orin_cu_from_f32<T>(acc.x * inv);
+        out[4 * c + 1] = orin_cu_from_f32<T>(acc.y * inv);
+        out[4 * c + 2] = orin_cu_from_f32<T>(acc.z * inv);
+        out[4 * c + 3] = orin_cu_from_f32<T>(acc.w * inv);
+    }
+    __syncthreads();
+}
+
+// Output rows head0 .. head0 + rows - 1: combined, or NaN for an invalid position.
+template <typename T, int R>
+__device__ void fa2d_combine_or_nan(const fa2d_params &P, int head0, int rows,
+                                    fa2d_combine_smem<R> &cs)
+{
+    const fa2d_pieces c = fa2d_cut(P);
+    if (c.active == 0) { // p invalid (block-uniform)
+        T *out = (T *)P.out + (int64_t)head0 * P.head_dim;
+        for (int i = threadIdx.x; i < rows * P.head_dim; i += FA2D_THREADS)
+            out[i] = orin_cu_from_f32<T>(fa2d_nan());
+        return;
+    }
+    fa2d_combine_rows<T, R>(P, head0, rows, c.active, cs);
+}
+
+// Two-kernel variant. Launch: grid (H), FA2D_THREADS threads, ~6 KB static
+// shared memory; one block per query head, the hd / 4 float4 columns times
+// 128 / (hd / 4) split groups. Reads active x (hd + 1) floats per head from L2;
+// latency-bound (a few L2 round trips).
+template <typename T> __global__ void __launch_bounds__(FA2D_THREADS) fa2d_combine(const fa2d_params P)
+{
+    __shared__ fa2d_combine_smem<1> cs;
+    fa2d_combine_or_nan<T, 1>(P, blockIdx.x, 1, cs);
+}
+
+// ---- the end of a split block (both kernels) ----
+
+// Merges the block's warps (smem.merge, filled by the caller) into this split's
+// partial rows: O normalised by l, and lse. Rows head0 .. head0 + rows - 1.
+template <int R, int HD, bool LOG2>
+__device__ void fa2d_write_partial(const fa2d_params &P, fa2d_smem<R, HD> &sm, int split,
+                                   int head0, int rows)
+{
+    __syncthreads();
+    for (int i = threadIdx.x; i < rows * HD; i += FA2D_THREADS) {
+        const int r = i / HD, d = i % HD;
+        float M = -INFINITY;
+#pragma unroll
+        for (int w = 0; w < FA2D_WARPS; w++)
+            M = fmaxf(M, sm.merge.m[w][r]);
+        // Warp 0 holds the piece's first position, so M is finite (or NaN data).
+        float L = 0.0f, O = 0.0f;
+#pragma unroll
+        for (int w = 0; w < FA2D_WARPS; w++) {
+            float mw = sm.merge.m[w][r];
+            float e = mw == -INFINITY ? 0.0f : fa2d_exp<LOG2>(mw - M);
+            L += e * sm.merge.l[w][r];
+            O += e * sm.merge.o[w][r][d];
+        }
+        const int64_t row = (int64_t)split * P.heads + head0 + r;
+        P.partial_o[row * HD + d] = O / L;
+        if (d == 0)
+            P.partial_lse[row] = fa2d_lse<LOG2>(M, L);
+    }
+}
+
+// An empty piece: lse = -inf marks it (O is not written). The combine reads
+// only the active pieces, which it counts from p itself.
+__device__ __forceinline__ void fa2d_write_empty(const fa2d_params &P, int split, int head0,
+                                                 int rows)
+{
+    if ((int)threadIdx.x < rows)
+        P.partial_lse[(int64_t)split * P.heads + head0 + threadIdx.x] = -INFINITY;
+}
+
+// Fused variant: counts this block in; the last of the unit's splits combines
+// the unit's rows and resets the counter for the next launch.
+template <typename T, int R, int HD>
+__device__ void fa2d_finish_fused(const fa2d_params &P, fa2d_smem<R, HD> &sm, int unit, int head0,
+                                  int rows)
+{
+    __threadfence(); // this thread's partial writes, before the count (release)
+    __syncthreads(); // every thread's, and smem.merge is no longer read
+    if (threadIdx.x == 0) {
+        unsigned int *counter = &fa2d_counters[P.slab][unit];
+        unsigned int ticket = atomicAdd(counter, 1u);
+        sm.combine.last = ticket == (unsigned int)P.splits - 1;
+        if (sm.combine.last)
+            atomicExch(counter, 0u);
+    }
+    __syncthreads();
+    if (!sm.combine.last) // block-uniform
+        return;
+    __threadfence(); // acquire: the other blocks' partials
+    fa2d_combine_or_nan<T, R>(P, head0, rows, sm.combine);
+}
+
+// ---- the mma kernel (f16, bf16) ----
+
+template <typename T> struct fa2d_pair;
+template <> struct fa2d_pair<__half> {
+    // (lo, hi) rounded to f16, as one 32-bit mma operand register; and back.
+    static __device__ __forceinline__ uint32_t pack(float lo, float hi, float2 *rounded)
+    {
+        __half2 h = __floats2half2_rn(lo, hi);
+        *rounded = __half22float2(h);
+        return *reinterpret_cast<uint32_t *>(&h);
+    }
+};
+template <> struct fa2d_pair<__nv_bfloat16> {
+    static __device__ __forceinline__ uint32_t pack(float lo, float hi, float2 *rounded)
+    {
+        __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+        *rounded = __bfloat1622float2(h);
+        return *reinterpret_cast<uint32_t *>(&h);
+    }
+};
+
+// c += A B for one m16n8k16 tile, f32 accumulators; A 16x16 row-major in
+// a0..a3, B 16x8 column-major in b0, b1 (the PTX fragment layouts).
+template <typename T>
+__device__ __forceinline__ void fa2d_mma(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                         uint32_t a3, uint32_t b0, uint32_t b1)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    if constexpr (std::is_same<T, __half>::value)
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+            "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+    else
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+            "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#else
+    __trap(); // the host picks this kernel only on sm_80 and later
+#endif
+}
+
+__device__ __forceinline__ uint32_t fa2d_word(const uint4 &v, int i)
+{
+    return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
+// Query row `row` (of H), 16-byte chunk `chunk`, as raw dtype bits; zeros past
+// the block's rows. Loaded element by element: q carries no alignment promise.
+template <typename T>
+__device__ __forceinline__ uint4 fa2d_q_chunk(const fa2d_params &P, int row, int chunk, bool ok)
+{
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+    if (ok) {
+        T e[8];
+        const T *src = (const T *)P.q + (int64_t)row * P.head_dim + chunk * 8;
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            e[i] = src[i];
+        memcpy(&v, e, sizeof v);
+    }
+    return v;
+}
+
+// The running state of one lane of the mma kernel: O^T accumulators (query rows
+// 2t, 2t+1 x its dims), and those rows' max m and sum l (in log2 units).
+template <int HD> struct fa2d_mma_state {
+    float o[HD / 16][4];
+    float m0, m1, l0, l1;
+};
+
+// One warp step of the mma kernel: positions base .. base + 15 (MASKED: those
+// at or past `end` are not loaded and weigh 0). See fa2d_split_mma.
+template <typename T, int HD, bool MASKED>
+__device__ __forceinline__ void fa2d_mma_step(const orin_kv_view &cache, int kvh, int64_t base,
+                                              int64_t end, const uint4 (&qf)[HD / 32], float scale,
+                                              fa2d_mma_state<HD> &st)
+{
+    constexpr int KJ = HD / 32, MT = HD / 16, VH = HD / 64;
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const T *K = (const T *)cache.k, *V = (const T *)cache.v;
+    const int64_t pk = base + g, pv = base + 2 * t;
+    // A masked position's address is that of `base` (always < end): computed, never loaded.
+    const bool ok_k0 = !MASKED || pk < end, ok_k1 = !MASKED || pk + 8 < end;
+    const bool ok_v0 = !MASKED || pv < end, ok_v1 = !MASKED || pv + 1 < end;
+    const bool ok_v8 = !MASKED || pv + 8 < end, ok_v9 = !MASKED || pv + 9 < end;
+    // The lane's first 16 bytes in each row (K: chunk t, V: chunk g); its other
+    // chunks are constant byte offsets from there (64 and 128 bytes apart).
+    const char *k0 = (const char *)(K + orin_kv_offset(&cache, ok_k0 ? pk : base, kvh)) + 16 * t;
+    const char *k1 = (const char *)(K + orin_kv_offset(&cache, ok_k1 ? pk + 8 : base, kvh)) + 16 * t;
+    const char *v0 = (const char *)(V + orin_kv_offset(&cache, ok_v0 ? pv : base, kvh)) + 16 * g;
+    const char *v1 = (const char *)(V + orin_kv_offset(&cache, ok_v1 ? pv + 1 : base, kvh)) + 16 * g;
+    const char *v8 = (const char *)(V + orin_kv_offset(&cache, ok_v8 ? pv + 8 : base, kvh)) + 16 * g;
+    const char *v9 = (const char *)(V + orin_kv_offset(&cache, ok_v9 ? pv + 9 : base, kvh)) + 16 * g;
+
+    // Every load of the step first: 2 KJ + 4 VH 16-byte loads in flight.
+    uint4 ka[KJ], kb[KJ], va[VH], vb[VH], vc[VH], vd[VH];
+#pragma unroll
+    for (int j = 0; j < KJ; j++) { // chunk 4j + t
+        ka[j] = fa2d_ld16(k0 + 64 * j, ok_k0);
+        kb[j] = fa2d_ld16(k1 + 64 * j, ok_k1);
+    }
+#pragma unroll
+    for (int h = 0; h < VH; h++) { // chunk g + 8h
+        va[h] = fa2d_ld16(v0 + 128 * h, ok_v0);
+        vb[h] = fa2d_ld16(v1 + 128 * h, ok_v1);
+        vc[h] = fa2d_ld16(v8 + 128 * h, ok_v8);
+        vd[h] = fa2d_ld16(v9 + 128 * h, ok_v9);
+    }
+
+    // S^T: s[0], s[1] = position g, rows 2t, 2t+1; s[2], s[3] = position g + 8.
+    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int j = 0; j < KJ; j++) {
+        fa2d_mma<T>(s, ka[j].x, kb[j].x, ka[j].y, kb[j].y, qf[j].x, qf[j].y);
+        fa2d_mma<T>(s, ka[j].z, kb[j].z, ka[j].w, kb[j].w, qf[j].z, qf[j].w);
+    }
+    s[0] = ok_k0 ? s[0] * scale : -INFINITY;
+    s[1] = ok_k0 ? s[1] * scale : -INFINITY;
+    s[2] = ok_k1 ? s[2] * scale : -INFINITY;
+    s[3] = ok_k1 ? s[3] * scale : -INFINITY;
+
+    // Online softmax of rows 2t, 2t+1 over the step's 16 positions (lanes g).
+    float mx0 = fmaxf(s[0], s[2]), mx1 = fmaxf(s[1], s[3]);
+#pragma unroll
+    for (int off = 4; off < 32; off <<= 1) {
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, off));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, off));
+    }
+    mx0 = fmaxf(mx0, st.m0);
+    mx1 = fmaxf(mx1, st.m1);
+    // A row that has seen only masked positions has max -inf: subtract 0 instead
+    // (its p are exp2(-inf) = 0, and its alpha multiplies zeros).
+    const float mu0 = mx0 == -INFINITY ? 0.0f : mx0, mu1 = mx1 == -INFINITY ? 0.0f : mx1;
+    const float alpha0 = exp2f(st.m0 - mu0), alpha1 = exp2f(st.m1 - mu1);
+    st.m0 = mx0;
+    st.m1 = mx1;
+    float2 r01, r23;
+    const uint32_t p01 = fa2d_pair<T>::pack(exp2f(s[0] - mu0), exp2f(s[1] - mu1), &r01);
+    const uint32_t p23 = fa2d_pair<T>::pack(exp2f(s[2] - mu0), exp2f(s[3] - mu1), &r23);
+    st.l0 = st.l0 * alpha0 + (r01.x + r23.x);
+    st.l1 = st.l1 * alpha1 + (r01.y + r23.y);
+    // Most steps leave every max where it was (alpha 1): skip the rescale then.
+    if (__any_sync(0xffffffffu, alpha0 != 1.0f || alpha1 != 1.0f)) {
+#pragma unroll
+        for (int i = 0; i < MT; i++) {
+            st.o[i][0] *= alpha0;
+            st.o[i][1] *= alpha1;
+            st.o[i][2] *= alpha0;
+            st.o[i][3] *= alpha1;
+        }
+    }
+
+    // P^T B operand: row g, positions (2t, 2t+1) and (2t+8, 2t+9). Position
+    // 2t's pair of rows (g & ~1, g | 1) is p01 of lane 4(2t) + g/2 = src_a,
+    // position 2t+1's is p01 of src_b = src_a + 4; positions 2t+8, 2t+9 are
+    // their p23. The half for row g is the high one when g is odd.
+    const int src_a = 8 * t + (g >> 1), src_b = src_a + 4;
+    const unsigned int sel = (g & 1) ? 0x7632u : 0x5410u;
+    const uint32_t xa = __shfl_sync(0xffffffffu, p01, src_a);
+    const uint32_t xb = __shfl_sync(0xffffffffu, p01, src_b);
+    const uint32_t ya = __shfl_sync(0xffffffffu, p23, src_a);
+    const uint32_t yb = __shfl_sync(0xffffffffu, p23, src_b);
+    const uint32_t b0 = __byte_perm(xa, xb, sel), b1 = __byte_perm(ya, yb, sel);
+
+    // O^T += V^T P^T, one m-tile (16 dims) at a time: rows g, g + 8 of tile i are
+    // elements 2(i%4), 2(i%4)+1 of chunk g + 8(i/4), paired by position.
+#pragma unroll
+    for (int i = 0; i < MT; i++) {
+        const int h = i / 4, w = i % 4;
+        const uint32_t x0 = fa2d_word(va[h], w), x1 = fa2d_word(vb[h], w);
+        const uint32_t x8 = fa2d_word(vc[h], w), x9 = fa2d_word(vd[h], w);
+        fa2d_mma<T>(st.o[i], __byte_perm(x0, x1, 0x5410u), __byte_perm(x0, x1, 0x7632u),
+                    __byte_perm(x8, x9, 0x5410u), __byte_perm(x8, x9, 0x7632u), b0, b1);
+    }
+}
+
+// Launch: grid (splits, Hkv * row chunks), 128 threads (4 warps), 20.5 KB static
+// shared memory (the warps' results, 4 x 8 x (hd + 2) floats, reused by the fused
+// combine for 8 x 512 split weights). A warp takes 16 positions
+// a step (warps interleaved, so a block step is 64 positions), for up to 8 query
+// rows (the group's; zero rows pad it). Lane (g = lane / 4, t = lane % 4):
+//   K: positions g and g + 8, 16-byte chunks 4j + t (j < hd / 32): the mma A
+//      operand of S^T = K Q^T (16 positions x 8 rows, k over head_dim) as
+//      loaded. The k order within the mma is permuted (chunk 4j + t supplies k
+//      2t, 2t+1, 2t+8, 2t+9 of k-steps 2j and 2j+1); Q's B operand (row g, the
+//      same chunks) uses the same permutation, so the sums are the dot products.
+//   V: positions 2t, 2t+1, 2t+8, 2t+9, chunks g + 8h (h < hd / 64): the A
+//      operand of O^T += V^T P^T, re-paired by position with byte permutes.
+//   P^T's B operand (row g, positions 2t..) comes from S^T's accumulators (rows
+//      2t', 2t'+1 at position g') by 4 shuffles.
+// Full steps run unmasked; a piece's last step, if partial, masks.
+// Bound: memory bandwidth. 16 loads of 16 bytes in flight per thread a step
+// (hd 128), 4 blocks of 4 warps an SM at 128 registers; the tensor cores do
+// the arithmetic, about 20 warp instructions a position in all.
+template <typename T, int HD>
+__global__ void __launch_bounds__(FA2D_THREADS, 4) fa2d_split_mma(const fa2d_params P)
+{
+    constexpr int KJ = HD / 32, MT = HD / 16, R = FA2D_MMA_ROWS;
+    __shared__ fa2d_smem<R, HD> sm;
+
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int g = lane >> 2, t = lane & 3;
+    const int split = blockIdx.x, unit = blockIdx.y;
+    const int kvh = unit / P.row_chunks, chunk = unit % P.row_chunks;
+    const int head0 = kvh * P.group + chunk * R;
+    const int rows = min(R, P.group - chunk * R);
+    const orin_kv_view cache = P.cache;
+
+    int64_t begin, end;
+    fa2d_range(P, split, &begin, &end);
+    if (begin >= end) { // block-uniform
+        fa2d_write_empty(P, split, head0, rows);
+        if (P.slab >= 0)
+            fa2d_finish_fused<T, R, HD>(P, sm, unit, head0, rows);
+        return;
+    }
+
+    uint4 qf[KJ];
+#pragma unroll
+    for (int j = 0; j < KJ; j++)
+        qf[j] = fa2d_q_chunk<T>(P, head0 + g, 4 * j + t, g < rows);
+
+    fa2d_mma_state<HD> st;
+#pragma unroll
+    for (int i = 0; i < MT; i++)
+        st.o[i][0] = st.o[i][1] = st.o[i][2] = st.o[i][3] = 0.0f;
+    st.m0 = st.m1 = -INFINITY;
+    st.l0 = st.l1 = 0.0f;
+
+    int64_t base = begin + 16 * warp;
+    for (; base + 16 <= end; base += 16 * FA2D_WARPS)
+        fa2d_mma_step<T, HD, false>(cache, kvh, base, end, qf, P.scale, st);
+    if (base < end) // warp-uniform
+        fa2d_mma_step<T, HD, true>(cache, kvh, base, end, qf, P.scale, st);
+
+    // l: this lane's positions only; sum over the 8 lanes g of each t.
+#pragma unroll
+    for (int off = 4; off < 32; off <<= 1) {
+        st.l0 += __shfl_xor_sync(0xffffffffu, st.l0, off);
+        st.l1 += __shfl_xor_sync(0xffffffffu, st.l1, off);
+    }
+    if (g == 0) {
+        sm.merge.m[warp][2 * t] = st.m0;
+        sm.merge.m[warp][2 * t + 1] = st.m1;
+        sm.merge.l[warp][2 * t] = st.l0;
+        sm.merge.l[warp][2 * t + 1] = st.l1;
+    }
+#pragma unroll
+    for (int i = 0; i < MT; i++) {
+        const int d = 8 * (g + 8 * (i / 4)) + 2 * (i % 4);
+        sm.merge.o[warp][2 * t][d] = st.o[i][0];
+        sm.merge.o[warp][2 * t + 1][d] = st.o[i][1];
+        sm.merge.o[warp][2 * t][d + 1] = st.o[i][2];
+        sm.merge.o[warp][2 * t + 1][d + 1] = st.o[i][3];
+    }
+    fa2d_write_partial<R, HD, true>(P, sm, split, head0, rows);
+    if (P.slab >= 0)
+        fa2d_finish_fused<T, R, HD>(P, sm, unit, head0, rows);
+}
+
+// ---- the simt kernel (every dtype; any alignment) ----
+
+// VEC elements of a row at p as f32: one 16-byte load (VEC16: p 16-byte aligned),
+// or element by element; zeros for a masked position.
+template <typename T, int VEC, bool VEC16>
+__device__ __forceinline__ void fa2d_load_row(const T *p, bool ok, float (&out)[VEC])
+{
+    if (VEC16) {
+        const uint4 raw = fa2d_ld16(p, ok);
+        const T *e = reinterpret_cast<const T *>(&raw);
+#pragma unroll
+        for (int i = 0; i < VEC; i++)
+            out[i] = orin_cu_f32(e[i]);
+    } else {
+#pragma unroll
+        for (int i = 0; i < VEC; i++)
+            out[i] = ok ? orin_cu_f32(p[i]) : 0.0f;
+    }
+}
+
+// Launch: grid (splits, Hkv * row chunks), 128 threads (4 warps), 6-12 KB static
+// shared memory (4 x R x (hd + 2) floats, or the fused combine's R x 512 split
+// weights, whichever is larger). LANES = hd / VEC lanes share a position, each
+// holding VEC (16 bytes of) dims of q (R rows, f32) and of its P.V accumulator;
+// a warp reads 32 / LANES positions per load instruction and U = 4 of those a
+// step, K and V loads all in flight before the math. Scores are warp-shuffle
+// sums over the LANES lanes (every lane of the position gets the same bits),
+// and each position group keeps its own running (m, l); the groups and the warps
+// merge at the end. Bound: instruction issue as much as bandwidth (SASS at R 4,
+// hd 128: ~96 warp instructions a 512-byte f16 position, ~167 a 1 KB f32 one:
+// the FMAs, the shuffle sums and the softmax repeated on each lane of a
+// position), hence the mma kernel for f16/bf16.
+template <typename T, int HD, int R, bool VEC16>
+__global__ void __launch_bounds__(FA2D_THREADS, 1) fa2d_split_simt(const fa2d_params P)
+{
+    constexpr int VEC = 16 / (int)sizeof(T);
+    constexpr int LANES = HD / VEC, PPW = 32 / LANES, U = 4, STEP = PPW * U;
+    constexpr bool LOG2 = sizeof(T) < 4;
+    static_assert(LANES <= 32 && 32 % LANES == 0, "head_dim / VEC lanes per position");
+    __shared__ fa2d_smem<R, HD> sm;
+
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int slot = lane / LANES, sub = lane % LANES; // position slot, dims chunk
+    const int split = blockIdx.x, unit = blockIdx.y;
+    const int kvh = unit / P.row_chunks, chunk = unit % P.row_chunks;
+    const int head0 = kvh * P.group + chunk * R;
+    const int rows = min(R, P.group - chunk * R);
+    const orin_kv_view cache = P.cache;
+    const T *K = (const T *)cache.k, *V = (const T *)cache.v;
+
+    int64_t begin, end;
+    fa2d_range(P, split, &begin, &end);
+    if (begin >= end) { // block-uniform
+        fa2d_write_empty(P, split, head0, rows);
+        if (P.slab >= 0)
+            fa2d_finish_fused<T, R, HD>(P, sm, unit, head0, rows);
+        return;
+    }
+
+    float q[R][VEC], acc[R][VEC], m[R], l[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const T *src = (const T *)P.q + (int64_t)(head0 + r) * HD + sub * VEC;
+#pragma unroll
+        for (int i = 0; i < VEC; i++) {
+            q[r][i] = r < rows ? orin_cu_f32(src[i]) : 0.0f;
+            acc[r][i] = 0.0f;
+        }
+        m[r] = -INFINITY;
+        l[r] = 0.0f;
+    }
+    const float scale = P.scale;
+
+    for (int64_t base = begin + STEP * warp; base < end; base += STEP * FA2D_WARPS) {
+        float kf[U][VEC], vf[U][VEC];
+        bool ok[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int64_t pos = base + u * PPW + slot;
+            ok[u] = pos < end;
+            const int64_t off = orin_kv_offset(&cache, ok[u] ? pos : begin, kvh) + sub * VEC;
+            fa2d_load_row<T, VEC, VEC16>(K + off, ok[u], kf[u]);
+            fa2d_load_row<T, VEC, VEC16>(V + off, ok[u], vf[u]);
+        }
+        float s[U][R];
+#pragma unroll
+        for (int u = 0; u < U; u++)
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                float dot = 0.0f;
+#pragma unroll
+                for (int i = 0; i < VEC; i++)
+                    dot = fmaf(q[r][i], kf[u][i], dot);
+                s[u][r] = dot;
+            }
+#pragma unroll
+        for (int off = LANES / 2; off > 0; off >>= 1)
+#pragma unroll
+            for (int u = 0; u < U; u++)
+#pragma unroll
+                for (int r = 0; r < R; r++)
+                    s[u][r] += __shfl_xor_sync(0xffffffffu, s[u][r], off);
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            float mx = m[r];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                s[u][r] = ok[u] ? s[u][r] * scale : -INFINITY;
+                mx = fmaxf(mx, s[u][r]);
+            }
+            const float mu = mx == -INFINITY ? 0.0f : mx;
+            const float alpha = fa2d_exp<LOG2>(m[r] - mu);
+            float p[U], psum = 0.0f;
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                p[u] = fa2d_exp<LOG2>(s[u][r] - mu);
+                psum += p[u];
+            }
+            l[r] = l[r] * alpha + psum;
+            m[r] = mx;
+#pragma unroll
+            for (int i = 0; i < VEC; i++) {
+                float a = acc[r][i] * alpha;
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    a = fmaf(p[u], vf[u][i], a);
+                acc[r][i] = a;
+            }
+        }
+    }
+
+    // Merge the warp's position slots (lanes LANES apart), then hand the warp's
+    // result to the block merge.
+#pragma unroll
+    for (int off = LANES; off < 32; off <<= 1)
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const float mo = __shfl_xor_sync(0xffffffffu, m[r], off);
+            const float lo = __shfl_xor_sync(0xffffffffu, l[r], off);
+            const float mx = fmaxf(m[r], mo), mu = mx == -INFINITY ? 0.0f : mx;
+            const float a = fa2d_exp<LOG2>(m[r] - mu), b = fa2d_exp<LOG2>(mo - mu);
+            l[r] = l[r] * a + lo * b;
+            m[r] = mx;
+#pragma unroll
+            for (int i = 0; i < VEC; i++)
+                acc[r][i] = acc[r][i] * a + __shfl_xor_sync(0xffffffffu, acc[r][i], off) * b;
+        }
+    if (slot == 0) {
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+#pragma unroll
+            for (int i = 0; i < VEC; i++)
+                sm.merge.o[warp][r][sub * VEC + i] = acc[r][i];
+            if (sub == 0) {
+                sm.merge.m[warp][r] = m[r];
+                sm.merge.l[warp][r] = l[r];
+            }
+        }
+    }
+    fa2d_write_partial<R, HD, LOG2>(P, sm, split, head0, rows);
+    if (P.slab >= 0)
+        fa2d_finish_fused<T, R, HD>(P, sm, unit, head0, rows);
+}
+
+// ---- host side ----
+
+namespace {
+
+struct fa2d_config {
+    bool fused;
+    bool simt;
+    int bps; // 0: the kernel's occupancy
+};
+
+// ORIN_FA2_DECODE_CONFIG, read at every call (the benchmark changes it between rows).
+int fa2d_parse_config(fa2d_config *cfg)
+{
+    *cfg = fa2d_config{.fused = true, .simt = false, .bps = 0};
+    const char *env = getenv("ORIN_FA2_DECODE_CONFIG");
+    if (!env)
+        return 0;
+    const char *p = env;
+    while (*p) {
+        size_t len = strcspn(p, "+");
+        char word[32];
+        if (len >= sizeof word)
+            len = sizeof word - 1;
+        memcpy(word, p, len);
+        word[len] = '\0';
+        int n = 0;
+        char extra;
+        if (len == 0) {
+            // "a++b" or a trailing '+': nothing
+        } else if (strcmp(word, "fused") == 0) {
+            cfg->fused = true;
+        } else if (strcmp(word, "two-kernel") == 0) {
+            cfg->fused = false;
+        } else if (strcmp(word, "mma") == 0) {
+            cfg->simt = false;
+        } else if (strcmp(word, "simt") == 0) {
+            cfg->simt = true;
+        } else if (sscanf(word, "bps=%d%c", &n, &extra) == 1 && n >= 1 && n <= 64) {
+            cfg->bps = n;
+        } else {
+            return orin_error_set("%s: ORIN_FA2_DECODE_CONFIG \"%s\": unknown \"%s\" (words "
+                                  "joined by '+': fused, two-kernel, mma, simt, bps=1..64)",
+                                  FA2D_LABEL, env, word);
+        }
+        p += strcspn(p, "+");
+        if (*p == '+')
+            p++;
+    }
+    return 0;
+}
+
+// The counter slab of the exec's stream, or -1 when all are taken (the call then
+// combines in a second kernel). Slabs are never given back: a stream that goes
+// away leaves its slab zeroed, reused if a stream with the same handle comes.
+int fa2d_stream_slab(const orin_exec *ex)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static struct {
+        int device;
+        void *stream;
+    } owners[FA2D_SLABS];
+    static int used;
+    int slab = -1;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < used && slab < 0; i++)
+        if (owners[i].device == ex->device->index && owners[i].stream == ex->device->stream)
+            slab = i;
+    if (slab < 0 && used < FA2D_SLABS) {
+        owners[used].device = ex->device->index;
+        owners[used].stream = ex->device->stream;
+        slab = used++;
+    }
+    pthread_mutex_unlock(&lock);
+    return slab;
+}
+
+// Whether the exec's GPU runs mma.sync for f16/bf16 (sm_80 and later).
+bool fa2d_has_mma(const orin_exec *ex)
+{
+    static int cached[16]; // 0 unknown, 1 no, 2 yes
+    const int index = ex->device->index;
+    if (index >= 0 && index < 16 && cached[index])
+        return cached[index] == 2;
+    int major = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index) != cudaSuccess) {
+        (void)cudaGetLastError();
+        major = 0;
+    }
+    if (index >= 0 && index < 16)
+        cached[index] = major >= 8 ? 2 : 1;
+    return major >= 8;
+}
+
+typedef void (*fa2d_kernel)(const fa2d_params);
+
+// Blocks of `kernel` one SM holds (its occupancy), cached per kernel; 2 if the
+// runtime cannot tell.
+int fa2d_blocks_per_sm(fa2d_kernel kernel)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static struct {
+        fa2d_kernel kernel;
+        int blocks;
+    } cache[64];
+    static int used;
+    int blocks = 0;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < used && !blocks; i++)
+        if (cache[i].kernel == kernel)
+            blocks = cache[i].blocks;
+    pthread_mutex_unlock(&lock);
+    if (blocks)
+        return blocks;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, FA2D_THREADS, 0) !=
+            cudaSuccess ||
+        blocks < 1) {
+        (void)cudaGetLastError();
+        blocks = 2;
+    }
+    pthread_mutex_lock(&lock);
+    if (used < 64)
+        cache[used++] = {kernel, blocks};
+    pthread_mutex_unlock(&lock);
+    return blocks;
+}
+
+// The split count any GPU may use for this max_kv_len: pieces of at least
+// FA2D_ALIGN positions, at most FA2D_MAX_SPLITS. The workspace is sized for it.
+int fa2d_max_splits(int32_t max_kv_len)
+{
+    int64_t n = ((int64_t)max_kv_len + FA2D_ALIGN - 1) / FA2D_ALIGN;
+    return n < 1 ? 1 : n > FA2D_MAX_SPLITS ? FA2D_MAX_SPLITS : (int)n;
+}
+
+// One wave of blocks: SMs x blocks per SM over the (kv head, row chunk) units,
+// capped by fa2d_max_splits. Depends on max_kv_len, never on the position.
+int fa2d_splits(int sms, int blocks_per_sm, int units, int32_t max_kv_len)
+{
+    int64_t want = (int64_t)sms * blocks_per_sm / units;
+    int cap = fa2d_max_splits(max_kv_len);
+    return want < 1 ? 1 : want > cap ? cap : (int)want;
+}
+
+template <typename T, int HD> fa2d_kernel fa2d_pick_simt(int rows, bool vec16)
+{
+    if (rows == 1)
+        return vec16 ? fa2d_split_simt<T, HD, 1, true> : fa2d_split_simt<T, HD, 1, false>;
+    if (rows == 2)
+        return vec16 ? fa2d_split_simt<T, HD, 2, true> : fa2d_split_simt<T, HD, 2, false>;
+    return vec16 ? fa2d_split_simt<T, HD, 4, true> : fa2d_split_simt<T, HD, 4, false>;
+}
+
+template <typename T> fa2d_kernel fa2d_pick_mma(int hd)
+{
+    if constexpr (sizeof(T) == 2)
+        return hd == 64 ? fa2d_split_mma<T, 64> : fa2d_split_mma<T, 128>;
+    return NULL;
+}
+
+template <typename T>
+int fa2d_launch(const orin_exec *ex, const orin_attention_args *a, orin_dtype dt,
+                const fa2d_config *cfg, fa2d_params P)
+{
+    const int hd = P.head_dim, kv_heads = a->cache.n_kv_heads;
+    const size_t esize = sizeof(T);
+    const bool vec16 = orin_cu_aligned16(a->cache.k) && orin_cu_aligned16(a->cache.v) &&
+                       (a->cache.pos_stride * (int64_t)esize) % 16 == 0 &&
+                       (a->cache.head_stride * (int64_t)esize) % 16 == 0;
+    const bool mma = sizeof(T) == 2 && vec16 && !cfg->simt && fa2d_has_mma(ex);
+
+    // Query rows per block: the whole group where it fits.
+    int rows;
+    if (mma)
+        rows = FA2D_MMA_ROWS;
+    else
+        rows = P.group >= 3 ? FA2D_SIMT_ROWS : P.group;
+    P.row_chunks = (P.group + rows - 1) / rows;
+    const int units = kv_heads * P.row_chunks;
+    if (units > 65535)
+        return orin_error_set("%s: %d kv heads x %d row chunks: more than 65535 blocks a split",
+                              FA2D_LABEL, kv_heads, P.row_chunks);
+
+    fa2d_kernel kernel = mma ? fa2d_pick_mma<T>(hd)
+                             : (hd == 64 ? fa2d_pick_simt<T, 64>(rows, vec16)
+                                         : fa2d_pick_simt<T, 128>(rows, vec16));
+    const int bps = cfg->bps ? cfg->bps : fa2d_blocks_per_sm(kernel);
+    P.splits = fa2d_splits(orin_cu_sm_count(ex), bps, units, a->max_kv_len);
+    P.partial_o = (float *)ex->workspace;
+    P.partial_lse = P.partial_o + (size_t)P.splits * P.heads * hd;
+    P.slab = cfg->fused && units <= FA2D_SLAB_COUNTERS ? fa2d_stream_slab(ex) : -1;
+    if (sizeof(T) == 2)
+        P.scale = a->scale * 1.4426950408889634f; // log2(e): the exp2 kernels' units
+
+    cudaStream_t stream = orin_cu_stream(ex);
+    kernel<<<dim3((unsigned)P.splits, (unsigned)units), FA2D_THREADS, 0, stream>>>(P);
+    if (orin_cu_launched(FA2D_LABEL, dt, "%s %s, heads %d/%d, head_dim %d, max_kv_len %d, "
+                         "splits %d", mma ? "mma" : "simt", P.slab >= 0 ? "fused" : "two-kernel",
+                         P.heads, kv_heads, hd, a->max_kv_len, P.splits))
+        return -1;
+    if (P.slab >= 0)
+        return 0;
+    fa2d_combine<T><<<(unsigned)P.heads, FA2D_THREADS, 0, stream>>>(P);
+    return orin_cu_launched(FA2D_LABEL, dt, "combine, heads %d, head_dim %d, splits %d", P.heads,
+                            hd, P.splits);
+}
+
+} // namespace
+
+extern "C" size_t fa2_cuda_decode_workspace_size(const orin_attention_args *a)
+{
+    if (!a || a->q.ndim != 3 || a->q.shape[1] < 1 || a->q.shape[2] < 1 || a->max_kv_len < 1)
+        return 0; // run() reports the bad call
+    return (size_t)fa2d_max_splits(a->max_kv_len) * (size_t)a->q.shape[1] *
+           ((size_t)a->q.shape[2] + 1) * sizeof(float);
+}
+
+extern "C" int fa2_cuda_decode(const orin_exec *ex, const orin_attention_args *a, orin_dtype dt)
+{
+    if (orin_check_exec(FA2D_LABEL, ex, ORIN_DEVICE_CUDA) ||
+        orin_check_attention(FA2D_LABEL, a, ORIN_DEVICE_CUDA, dt, true))
+        return -1;
+    const int64_t hd = a->q.shape[2];
+    if (hd != 64 && hd != 128)
+        return orin_error_set("%s: head_dim %lld (the cuda kernels take 64 and 128)", FA2D_LABEL,
+                              (long long)hd);
+    const size_t need = fa2_cuda_decode_workspace_size(a);
+    if (!ex->workspace || ex->workspace_size < need)
+        return orin_error_set("%s: workspace of %zu bytes, the call needs %zu", FA2D_LABEL,
+                              ex->workspace ? ex->workspace_size : 0, need);
+    if (!orin_cu_aligned16(ex->workspace)) // the combine reads it as float4
+        return orin_error_set("%s: workspace at %p is not 16-byte aligned", FA2D_LABEL,
+                              ex->workspace);
+    fa2d_config cfg;
+    if (fa2d_parse_config(&cfg))
+        return -1;
+    const fa2d_params P = {
+        .q = a->q.data,
+        .out = a->out.data,
+        .positions = (const int32_t *)a->positions.data,
+        .cache = a->cache,
+        .scale = a->scale,
+        .max_kv_len = a->max_kv_len,
+        .heads = (int)a->q.shape[1],
+        .head_dim = (int)hd,
+        .group = (int)(a->q.shape[1] / a->cache.n_kv_heads),
+        .row_chunks = 0, // the rest: fa2d_launch, once it has picked the kernel
+        .splits = 0,
+        .partial_o = NULL,
+        .partial_lse = NULL,
+        .slab = -1,
+    };
+    ORIN_CU_DISPATCH(dt, FA2D_LABEL, T, return fa2d_launch<T>(ex, a, dt, &cfg, P));
+    return 0;
+}

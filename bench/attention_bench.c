@@ -1,0 +1,647 @@
+/* Attention on the GPU: the mha, fa1 and fa2 providers through the registry, at
+ * Qwen3-8B's attention shape (32 query heads, 8 kv heads, head_dim 128).
+ *
+ *   prefill  causal from position 0, S = 512, 2048, 8192, 16384:
+ *            ms per call and TFLOP/s with FLOPs = 2 S^2 hd H (the causal half
+ *            of Q.K^T and P.V);
+ *   decode   one query row against L = 1024, 8192, 32768 cached positions:
+ *            us per call, and the K and V bytes read (2 L Hkv hd dtype-size)
+ *            per second as a fraction of the device-to-device copy bandwidth
+ *            (bytes read + written by a 1 GiB copy, best of 5, this run).
+ *
+ * Timing: random inputs (uniform in [-1, 1): never zeros), warm-up calls, CUDA
+ * events (the device's marks) around every call, the median of the runs. Decode
+ * rotates through layer caches, as a model does, with enough of them that
+ * their K and V are four times the L2 (at least 8): no call finds its cache in
+ * L2. Two decode figures: "eager" times each call as the host issues it (its
+ * launch overhead included when the GPU outruns the host), "graph" replays a
+ * CUDA graph of one call per layer cache and divides (the engine's decode path,
+ * runtime.cuda_graph); only providers flagged graph-safe get the second.
+ *
+ * usage: attention_bench [--json] [--mode prefill|decode|all] [--providers mha,fa1,fa2]
+ *                        [--dtypes f16,bf16] [--runs N] [--plugins DIR]
+ *                        [--fa2-configs A,B] [--fa2-prefill-configs A,B]
+ *                        [--fa2-decode-configs A,B]
+ * --fa2-configs sets both lists: each value runs fa2 once with
+ * ORIN_FA2_PREFILL_CONFIG (prefill rows) or ORIN_FA2_DECODE_CONFIG (decode rows)
+ * set to it, as its own row ("default": the variable unset). The prefill
+ * kernels read their variable once per process: give one prefill config per
+ * run (bench/attention.sh runs a process per config). A row that cannot
+ * run says why (skipped (workspace), failed: ...) and the others go on.
+ * Prints a table; with --json one JSON line per row instead. Exit 77 without a
+ * GPU. */
+#define _POSIX_C_SOURCE 200809L
+#include "orin/device.h"
+#include "orin/error.h"
+#include "orin/ops.h"
+#include "orin/plugin.h"
+#include "orin/registry.h"
+
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef ORIN_PLUGIN_DIR
+#define ORIN_PLUGIN_DIR "plugins"
+#endif
+
+enum { HEADS = 32, KV_HEADS = 8, HEAD_DIM = 128, MAX_LIST = 16 };
+
+static const int prefill_lens[] = {512, 2048, 8192, 16384};
+static const int decode_lens[] = {1024, 8192, 32768};
+
+typedef struct list {
+    const char *item[MAX_LIST];
+    int n;
+} list;
+
+typedef struct bench {
+    orin_device *dev;
+    orin_registry *reg;
+    bool json;
+    int runs;
+    double copy_gbs;
+    float *noise;        /* host: random values to upload from */
+    size_t noise_n;
+    size_t l2_bytes;
+} bench;
+
+/* One result row: what it measured, or why not (status). */
+typedef struct row {
+    const char *op, *provider, *config;
+    orin_dtype dt;
+    int len;             /* prefill: S; decode: L */
+    char status[200];    /* "ok", "skipped (...)", "failed: ..." */
+    double seconds;      /* median per call (eager) */
+    double graph_seconds; /* decode: per call in a graph replay; 0 when none */
+} row;
+
+/* ---- small things ---- */
+
+static void split_list(list *l, char *text)
+{
+    l->n = 0;
+    for (char *tok = strtok(text, ","); tok && l->n < MAX_LIST; tok = strtok(NULL, ","))
+        l->item[l->n++] = tok;
+}
+
+static bool listed(const list *l, const char *name)
+{
+    for (int i = 0; i < l->n; i++)
+        if (strcmp(l->item[i], name) == 0)
+            return true;
+    return false;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* splitmix64 -> uniform [-1, 1) */
+static void fill_noise(float *v, size_t n, uint64_t seed)
+{
+    uint64_t s = seed;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        v[i] = (float)((double)(z >> 11) / 4503599627370496.0 - 1.0);
+    }
+}
+
+/* Device memory of n elements of dt, filled with noise (starting at `offset`
+ * into the noise, so that tensors differ). NULL with the row's status set. */
+static void *device_random(bench *b, row *r, orin_dtype dt, size_t n, size_t offset)
+{
+    void *p = b->dev->ops->alloc(b->dev, n * orin_dtype_size(dt));
+    if (!p) {
+        snprintf(r->status, sizeof r->status, "skipped (memory: %.2f GiB)",
+                 (double)n * orin_dtype_size(dt) / 1073741824.0);
+        return NULL;
+    }
+    for (size_t done = 0; done < n;) {
+        size_t start = (offset + done * 7919) % (b->noise_n / 2);
+        size_t chunk = n - done < b->noise_n / 2 ? n - done : b->noise_n / 2;
+        if (b->dev->ops->upload(b->dev, (char *)p + done * orin_dtype_size(dt), dt,
+                                b->noise + start, ORIN_F32, chunk) != 0) {
+            snprintf(r->status, sizeof r->status, "failed: upload: %s", orin_error());
+            b->dev->ops->free(b->dev, p);
+            return NULL;
+        }
+        done += chunk;
+    }
+    return p;
+}
+
+static void device_free(bench *b, void *p)
+{
+    if (p)
+        b->dev->ops->free(b->dev, p);
+}
+
+static size_t free_bytes(bench *b)
+{
+    size_t fr = 0, total = 0;
+    if (!b->dev->ops->mem_info || b->dev->ops->mem_info(b->dev, &fr, &total) != 0)
+        return (size_t)-1;
+    return fr;
+}
+
+/* ---- the copy bandwidth ---- */
+
+static double measure_copy(bench *b)
+{
+    const size_t bytes = (size_t)1 << 30;
+    void *src = b->dev->ops->alloc(b->dev, bytes), *dst = b->dev->ops->alloc(b->dev, bytes);
+    void *m0 = b->dev->ops->mark_create(b->dev), *m1 = b->dev->ops->mark_create(b->dev);
+    double best = 0;
+    if (src && dst && m0 && m1 && b->dev->ops->memset(b->dev, src, 1, bytes) == 0) {
+        for (int i = 0; i < 6; i++) { /* the first warms up */
+            double s;
+            if (b->dev->ops->mark_record(b->dev, m0) || b->dev->ops->copy_d2d(b->dev, dst, src, bytes) ||
+                b->dev->ops->mark_record(b->dev, m1) ||
+                b->dev->ops->mark_elapsed(b->dev, m0, m1, &s))
+                break;
+            if (i > 0 && 2.0 * bytes / s > best)
+                best = 2.0 * bytes / s;
+        }
+    }
+    b->dev->ops->mark_destroy(b->dev, m0);
+    b->dev->ops->mark_destroy(b->dev, m1);
+    device_free(b, src);
+    device_free(b, dst);
+    return best / 1e9;
+}
+
+/* ---- timing ---- */
+
+typedef struct timed_call {
+    const orin_op_impl *impl;
+    orin_exec ex;
+    orin_attention_args *args; /* one per layer cache */
+    int n_args;
+    int next;
+} timed_call;
+
+static int call_next(timed_call *t)
+{
+    const orin_attention_args *a = &t->args[t->next];
+    t->next = (t->next + 1) % t->n_args;
+    return t->impl->run(&t->ex, a);
+}
+
+/* The median seconds of `runs` calls, each between two marks. */
+static int time_eager(bench *b, timed_call *t, int runs, double *seconds)
+{
+    void **marks = calloc((size_t)runs + 1, sizeof *marks);
+    double *each = calloc((size_t)runs, sizeof *each);
+    int rc = marks && each ? 0 : orin_error_set("out of memory");
+    for (int i = 0; rc == 0 && i <= runs; i++)
+        if (!(marks[i] = b->dev->ops->mark_create(b->dev)))
+            rc = -1;
+    /* back to back: call i runs between marks i and i + 1 */
+    for (int i = 0; rc == 0 && i < runs; i++) {
+        if (i == 0)
+            rc = b->dev->ops->mark_record(b->dev, marks[0]);
+        if (rc == 0)
+            rc = call_next(t);
+        if (rc == 0)
+            rc = b->dev->ops->mark_record(b->dev, marks[i + 1]);
+    }
+    for (int i = 0; rc == 0 && i < runs; i++)
+        rc = b->dev->ops->mark_elapsed(b->dev, marks[i], marks[i + 1], &each[i]);
+    if (rc == 0)
+        *seconds = median(each, runs);
+    for (int i = 0; marks && i <= runs; i++)
+        if (marks[i])
+            b->dev->ops->mark_destroy(b->dev, marks[i]);
+    free(marks);
+    free(each);
+    return rc;
+}
+
+static int queue_calls(void *ctx)
+{
+    timed_call *t = ctx;
+    for (int i = 0; i < t->n_args; i++)
+        if (call_next(t) != 0)
+            return -1;
+    return 0;
+}
+
+/* One graph of one call per layer cache, replayed: the median over 5 replays of
+ * the seconds per call. */
+static int time_graph(bench *b, timed_call *t, double *seconds)
+{
+    void *graph = NULL, *m0 = NULL, *m1 = NULL;
+    double each[5];
+    t->next = 0;
+    int rc = b->dev->ops->graph_capture(b->dev, queue_calls, t, &graph);
+    if (rc == 0 && (!(m0 = b->dev->ops->mark_create(b->dev)) ||
+                    !(m1 = b->dev->ops->mark_create(b->dev))))
+        rc = -1;
+    if (rc == 0)
+        rc = b->dev->ops->graph_launch(b->dev, graph); /* warm-up */
+    for (int i = 0; rc == 0 && i < 5; i++) {
+        rc = b->dev->ops->mark_record(b->dev, m0);
+        if (rc == 0)
+            rc = b->dev->ops->graph_launch(b->dev, graph);
+        if (rc == 0)
+            rc = b->dev->ops->mark_record(b->dev, m1);
+        if (rc == 0)
+            rc = b->dev->ops->mark_elapsed(b->dev, m0, m1, &each[i]);
+        each[i] /= t->n_args;
+    }
+    if (rc == 0)
+        *seconds = median(each, 5);
+    if (m0)
+        b->dev->ops->mark_destroy(b->dev, m0);
+    if (m1)
+        b->dev->ops->mark_destroy(b->dev, m1);
+    if (graph)
+        b->dev->ops->graph_destroy(b->dev, graph);
+    return rc;
+}
+
+/* ---- rows ---- */
+
+/* s as the inside of a JSON string (quotes, backslashes, control characters escaped). */
+static const char *json_text(const char *s, char *buf, size_t cap)
+{
+    size_t o = 0;
+    for (; *s && o + 7 < cap; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            o += (size_t)snprintf(buf + o, cap - o, "\\%c", c);
+        else if (c < 0x20)
+            o += (size_t)snprintf(buf + o, cap - o, "\\u%04x", c);
+        else
+            buf[o++] = (char)c;
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+static const char *config_name(const char *config)
+{
+    return config && *config ? config : "default";
+}
+
+static void print_row(const bench *b, const row *r)
+{
+    const double kv = 2.0 * r->len * KV_HEADS * HEAD_DIM * orin_dtype_size(r->dt);
+    const bool ok = strcmp(r->status, "ok") == 0, decode = strcmp(r->op, "decode") == 0;
+    if (b->json) {
+        char config[256], status[512];
+        printf("{\"engine\": \"orin\", \"op\": \"%s\", \"provider\": \"%s\", \"config\": \"%s\", "
+               "\"dtype\": \"%s\", \"%s\": %d, \"heads\": %d, \"kv_heads\": %d, "
+               "\"head_dim\": %d, \"status\": \"%s\", \"copy_gbs\": %.1f",
+               r->op, r->provider, json_text(config_name(r->config), config, sizeof config),
+               orin_dtype_name(r->dt), decode ? "kv_len" : "seq", r->len, HEADS, KV_HEADS,
+               HEAD_DIM, json_text(r->status, status, sizeof status), b->copy_gbs);
+        if (ok && decode) {
+            printf(", \"us\": %.3f, \"kv_bytes\": %.0f, \"gbs\": %.1f, \"frac\": %.4f", r->seconds * 1e6,
+                   kv, kv / r->seconds / 1e9, kv / r->seconds / 1e9 / b->copy_gbs);
+            if (r->graph_seconds > 0)
+                printf(", \"graph_us\": %.3f, \"graph_frac\": %.4f", r->graph_seconds * 1e6,
+                       kv / r->graph_seconds / 1e9 / b->copy_gbs);
+        } else if (ok) {
+            const double flops = 2.0 * r->len * (double)r->len * HEAD_DIM * HEADS;
+            printf(", \"ms\": %.4f, \"flops\": %.4g, \"tflops\": %.2f", r->seconds * 1e3, flops,
+                   flops / r->seconds / 1e12);
+        }
+        printf("}\n");
+    } else if (!ok) {
+        printf("%-7s %-4s %-18s %-5s %6d  %s\n", r->op, r->provider, config_name(r->config),
+               orin_dtype_name(r->dt), r->len, r->status);
+    } else if (decode) {
+        printf("%-7s %-4s %-18s %-5s %6d  %9.2f us  %7.1f GB/s  %5.1f %%", r->op, r->provider,
+               config_name(r->config), orin_dtype_name(r->dt), r->len, r->seconds * 1e6,
+               kv / r->seconds / 1e9, 100.0 * kv / r->seconds / 1e9 / b->copy_gbs);
+        if (r->graph_seconds > 0)
+            printf("   graph %9.2f us  %5.1f %%", r->graph_seconds * 1e6,
+                   100.0 * kv / r->graph_seconds / 1e9 / b->copy_gbs);
+        printf("\n");
+    } else {
+        const double flops = 2.0 * r->len * (double)r->len * HEAD_DIM * HEADS;
+        printf("%-7s %-4s %-18s %-5s %6d  %9.3f ms  %7.1f TFLOP/s\n", r->op, r->provider,
+               config_name(r->config), orin_dtype_name(r->dt), r->len, r->seconds * 1e3,
+               flops / r->seconds / 1e12);
+    }
+    fflush(stdout);
+}
+
+/* The implementation for the row, checked against the call's shape; NULL with
+ * the status set. */
+static const orin_op_impl *find_impl(bench *b, row *r, const char *op,
+                                     const orin_attention_args *a)
+{
+    const orin_op_impl *impl = orin_registry_find(b->reg, op, r->provider, ORIN_DEVICE_CUDA, r->dt);
+    if (!impl) {
+        snprintf(r->status, sizeof r->status, "skipped (no cuda implementation)");
+        return NULL;
+    }
+    char why[160] = "";
+    if (impl->supports && !impl->supports(a, why, sizeof why)) {
+        snprintf(r->status, sizeof r->status, "skipped (%s)", why);
+        return NULL;
+    }
+    return impl;
+}
+
+/* Device workspace for the call, or NULL with the status set ("skipped
+ * (workspace)" when it cannot fit). *ws_bytes 0: none needed. */
+static void *alloc_workspace(bench *b, row *r, const orin_op_impl *impl,
+                             const orin_attention_args *a, size_t *ws_bytes, bool *failed)
+{
+    *ws_bytes = impl->workspace_size ? impl->workspace_size(a) : 0;
+    *failed = false;
+    if (!*ws_bytes)
+        return NULL;
+    void *ws = NULL;
+    const size_t fr = free_bytes(b), headroom = (size_t)512 << 20;
+    if (fr > headroom && *ws_bytes < fr - headroom)
+        ws = b->dev->ops->alloc(b->dev, *ws_bytes);
+    if (!ws) {
+        snprintf(r->status, sizeof r->status, "skipped (workspace: %.1f GiB)",
+                 (double)*ws_bytes / 1073741824.0);
+        *failed = true;
+    }
+    return ws;
+}
+
+static void set_config(const char *var, const char *config)
+{
+    if (config && *config && strcmp(config, "default") != 0)
+        setenv(var, config, 1);
+    else
+        unsetenv(var);
+}
+
+static void run_prefill(bench *b, const char *provider, const char *config, orin_dtype dt, int S)
+{
+    row r = {.op = "prefill", .provider = provider, .config = config, .dt = dt, .len = S,
+             .status = "ok"};
+    const size_t q_n = (size_t)S * HEADS * HEAD_DIM, kv_n = (size_t)S * KV_HEADS * HEAD_DIM;
+    void *q = NULL, *out = NULL, *k = NULL, *v = NULL, *pos = NULL, *ws = NULL;
+    int32_t *host_pos = malloc((size_t)S * sizeof *host_pos);
+    const int64_t qdims[3] = {S, HEADS, HEAD_DIM}, pdims[1] = {S};
+    orin_attention_args a = {
+        .q = orin_tensor_make(NULL, dt, ORIN_DEVICE_CUDA, 3, qdims),
+        .out = orin_tensor_make(NULL, dt, ORIN_DEVICE_CUDA, 3, qdims),
+        .positions = orin_tensor_make(NULL, ORIN_I32, ORIN_DEVICE_CUDA, 1, pdims),
+        .cache = {.dtype = dt, .n_kv_heads = KV_HEADS, .head_dim = HEAD_DIM,
+                  .pos_stride = KV_HEADS * HEAD_DIM, .head_stride = HEAD_DIM, .capacity = S},
+        .scale = (float)(1.0 / sqrt((double)HEAD_DIM)),
+        .max_kv_len = S,
+    };
+    set_config("ORIN_FA2_PREFILL_CONFIG", config);
+    const orin_op_impl *impl = find_impl(b, &r, ORIN_OP_ATTENTION_PREFILL, &a);
+    size_t ws_bytes = 0;
+    bool ws_failed = false;
+    if (!impl || !host_pos)
+        goto done;
+    ws = alloc_workspace(b, &r, impl, &a, &ws_bytes, &ws_failed);
+    if (ws_failed || !(q = device_random(b, &r, dt, q_n, 11)) ||
+        !(k = device_random(b, &r, dt, kv_n, 22)) || !(v = device_random(b, &r, dt, kv_n, 33)))
+        goto done;
+    out = b->dev->ops->alloc(b->dev, q_n * orin_dtype_size(dt));
+    pos = b->dev->ops->alloc(b->dev, (size_t)S * sizeof(int32_t));
+    for (int i = 0; i < S; i++)
+        host_pos[i] = i;
+    if (!out || !pos || b->dev->ops->copy_h2d(b->dev, pos, host_pos, S * sizeof(int32_t))) {
+        snprintf(r.status, sizeof r.status, "skipped (memory)");
+        goto done;
+    }
+    a.q.data = q;
+    a.out.data = out;
+    a.positions.data = pos;
+    a.cache.k = k;
+    a.cache.v = v;
+    timed_call t = {.impl = impl, .ex = {.device = b->dev, .workspace = ws,
+                                         .workspace_size = ws_bytes},
+                    .args = &a, .n_args = 1};
+    double s = 0;
+    int rc = call_next(&t) || call_next(&t) || b->dev->ops->synchronize(b->dev); /* warm-up */
+    if (rc == 0)
+        rc = time_eager(b, &t, b->runs, &s);
+    if (rc)
+        snprintf(r.status, sizeof r.status, "failed: %s", orin_error());
+    r.seconds = s;
+done:
+    print_row(b, &r);
+    unsetenv("ORIN_FA2_PREFILL_CONFIG");
+    device_free(b, q);
+    device_free(b, out);
+    device_free(b, k);
+    device_free(b, v);
+    device_free(b, pos);
+    device_free(b, ws);
+    free(host_pos);
+}
+
+static void run_decode(bench *b, const char *provider, const char *config, orin_dtype dt, int L)
+{
+    row r = {.op = "decode", .provider = provider, .config = config, .dt = dt, .len = L,
+             .status = "ok"};
+    const size_t kv_n = (size_t)L * KV_HEADS * HEAD_DIM;
+    const size_t layer_bytes = 2 * kv_n * orin_dtype_size(dt);
+    int layers = (int)((4 * b->l2_bytes + layer_bytes - 1) / layer_bytes);
+    layers = layers < 8 ? 8 : layers;
+    void **caches = calloc(2 * (size_t)layers, sizeof *caches);
+    orin_attention_args *args = calloc((size_t)layers, sizeof *args);
+    void *q = NULL, *out = NULL, *pos = NULL, *ws = NULL;
+    const int64_t qdims[3] = {1, HEADS, HEAD_DIM}, pdims[1] = {1};
+    const orin_attention_args probe = {
+        .q = orin_tensor_make(NULL, dt, ORIN_DEVICE_CUDA, 3, qdims),
+        .out = orin_tensor_make(NULL, dt, ORIN_DEVICE_CUDA, 3, qdims),
+        .positions = orin_tensor_make(NULL, ORIN_I32, ORIN_DEVICE_CUDA, 1, pdims),
+        .cache = {.dtype = dt, .n_kv_heads = KV_HEADS, .head_dim = HEAD_DIM,
+                  .pos_stride = KV_HEADS * HEAD_DIM, .head_stride = HEAD_DIM, .capacity = L},
+        .scale = (float)(1.0 / sqrt((double)HEAD_DIM)),
+        .max_kv_len = L,
+    };
+    set_config("ORIN_FA2_DECODE_CONFIG", config);
+    const orin_op_impl *impl = find_impl(b, &r, ORIN_OP_ATTENTION_DECODE, &probe);
+    size_t ws_bytes = 0;
+    bool ws_failed = false;
+    if (impl)
+        ws = alloc_workspace(b, &r, impl, &probe, &ws_bytes, &ws_failed);
+    if (impl && !ws_failed && caches && args) {
+        const int32_t last = L - 1;
+        if (!(q = device_random(b, &r, dt, (size_t)HEADS * HEAD_DIM, 44)))
+            goto done;
+        out = b->dev->ops->alloc(b->dev, (size_t)HEADS * HEAD_DIM * orin_dtype_size(dt));
+        pos = b->dev->ops->alloc(b->dev, sizeof(int32_t));
+        if (!out || !pos || b->dev->ops->copy_h2d(b->dev, pos, &last, sizeof last)) {
+            snprintf(r.status, sizeof r.status, "skipped (memory)");
+            goto done;
+        }
+        for (int i = 0; i < layers; i++) {
+            if (!(caches[2 * i] = device_random(b, &r, dt, kv_n, 1000 + 2 * i)) ||
+                !(caches[2 * i + 1] = device_random(b, &r, dt, kv_n, 1001 + 2 * i)))
+                goto done;
+            args[i] = probe;
+            args[i].q.data = q;
+            args[i].out.data = out;
+            args[i].positions.data = pos;
+            args[i].cache.k = caches[2 * i];
+            args[i].cache.v = caches[2 * i + 1];
+        }
+        timed_call t = {.impl = impl, .ex = {.device = b->dev, .workspace = ws,
+                                             .workspace_size = ws_bytes},
+                        .args = args, .n_args = layers};
+        double s = 0, gs = 0;
+        int rc = queue_calls(&t) || b->dev->ops->synchronize(b->dev); /* warm-up: every layer */
+        if (rc == 0)
+            rc = time_eager(b, &t, b->runs > layers ? b->runs : layers, &s);
+        if (rc == 0 && (impl->flags & ORIN_OP_GRAPH_SAFE) && b->dev->ops->graph_capture &&
+            time_graph(b, &t, &gs) != 0) {
+            fprintf(stderr, "attention_bench: decode %s %s %d: graph: %s\n", provider,
+                    orin_dtype_name(dt), L, orin_error());
+            gs = 0;
+        }
+        if (rc)
+            snprintf(r.status, sizeof r.status, "failed: %s", orin_error());
+        r.seconds = s;
+        r.graph_seconds = gs;
+    }
+done:
+    print_row(b, &r);
+    unsetenv("ORIN_FA2_DECODE_CONFIG");
+    for (int i = 0; caches && i < 2 * layers; i++)
+        device_free(b, caches[i]);
+    device_free(b, q);
+    device_free(b, out);
+    device_free(b, pos);
+    device_free(b, ws);
+    free(caches);
+    free(args);
+}
+
+static int usage(const char *prog)
+{
+    fprintf(stderr, "usage: %s [--json] [--mode prefill|decode|all] [--providers mha,fa1,fa2] "
+                    "[--dtypes f16,bf16] [--runs N] [--plugins DIR] [--fa2-configs A,B] "
+                    "[--fa2-prefill-configs A,B] [--fa2-decode-configs A,B]\n", prog);
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    bench b = {.runs = 30};
+    const char *mode = "all", *plugins = ORIN_PLUGIN_DIR;
+    char providers_text[256] = "mha,fa1,fa2", dtypes_text[64] = "f16,bf16";
+    char prefill_cfg_text[512] = "default", decode_cfg_text[512] = "default";
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(arg, "--json") == 0) {
+            b.json = true;
+        } else if (!val) {
+            return usage(argv[0]);
+        } else if (strcmp(arg, "--mode") == 0) {
+            mode = val, i++;
+        } else if (strcmp(arg, "--providers") == 0) {
+            snprintf(providers_text, sizeof providers_text, "%s", val), i++;
+        } else if (strcmp(arg, "--dtypes") == 0) {
+            snprintf(dtypes_text, sizeof dtypes_text, "%s", val), i++;
+        } else if (strcmp(arg, "--runs") == 0) {
+            b.runs = atoi(val), i++;
+        } else if (strcmp(arg, "--plugins") == 0) {
+            plugins = val, i++;
+        } else if (strcmp(arg, "--fa2-configs") == 0) {
+            snprintf(prefill_cfg_text, sizeof prefill_cfg_text, "%s", val);
+            snprintf(decode_cfg_text, sizeof decode_cfg_text, "%s", val), i++;
+        } else if (strcmp(arg, "--fa2-prefill-configs") == 0) {
+            snprintf(prefill_cfg_text, sizeof prefill_cfg_text, "%s", val), i++;
+        } else if (strcmp(arg, "--fa2-decode-configs") == 0) {
+            snprintf(decode_cfg_text, sizeof decode_cfg_text, "%s", val), i++;
+        } else {
+            return usage(argv[0]);
+        }
+    }
+    if (b.runs < 20)
+        b.runs = 20; /* the median of at least 20 */
+    list providers, dtypes, prefill_cfgs, decode_cfgs;
+    split_list(&providers, providers_text);
+    split_list(&dtypes, dtypes_text);
+    split_list(&prefill_cfgs, prefill_cfg_text);
+    split_list(&decode_cfgs, decode_cfg_text);
+    const bool do_prefill = strcmp(mode, "decode") != 0, do_decode = strcmp(mode, "prefill") != 0;
+
+    if (!orin_cuda_available()) {
+        fprintf(stderr, "attention_bench: no CUDA device\n");
+        return 77;
+    }
+    b.dev = orin_device_open("cuda");
+    b.reg = orin_registry_create();
+    orin_plugin_set *set = orin_plugin_set_create();
+    if (!b.dev || !b.reg || !set || orin_plugin_load_dir(set, b.reg, plugins)) {
+        fprintf(stderr, "attention_bench: %s\n", orin_error());
+        return 2;
+    }
+    if (!b.dev->ops->mark_create || !b.dev->ops->upload) {
+        fprintf(stderr, "attention_bench: the cuda device has no marks or upload\n");
+        return 2;
+    }
+    int l2 = 0;
+    if (cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, b.dev->index) != cudaSuccess || l2 <= 0)
+        l2 = 64 << 20;
+    b.l2_bytes = (size_t)l2;
+    b.noise_n = (size_t)1 << 25; /* 32 Mi floats; tensors upload from offsets into it */
+    b.noise = malloc(b.noise_n * sizeof *b.noise);
+    if (!b.noise) {
+        fprintf(stderr, "attention_bench: out of memory\n");
+        return 2;
+    }
+    fill_noise(b.noise, b.noise_n, 0x5eed);
+    b.copy_gbs = measure_copy(&b);
+
+    char name[160];
+    if (b.json)
+        printf("{\"engine\": \"orin\", \"op\": \"copy\", \"device\": \"%s\", \"copy_gbs\": %.1f, "
+               "\"peak_gbs\": %.1f, \"l2_bytes\": %zu}\n", json_text(b.dev->name, name, sizeof name),
+               b.copy_gbs, b.dev->mem_bandwidth_gbs, b.l2_bytes);
+    else
+        printf("%s: copy %.1f GB/s (read + written; datasheet %.1f GB/s), L2 %.0f MiB; "
+               "Qwen3-8B attention: %d/%d heads, head_dim %d\n", b.dev->name, b.copy_gbs,
+               b.dev->mem_bandwidth_gbs, b.l2_bytes / 1048576.0, HEADS, KV_HEADS, HEAD_DIM);
+
+    static const char *const all_providers[] = {"mha", "fa1", "fa2"};
+    static const orin_dtype all_dtypes[] = {ORIN_F16, ORIN_BF16};
+    for (int d = 0; d < 2; d++) {
+        if (!listed(&dtypes, orin_dtype_name(all_dtypes[d])))
+            continue;
+        for (int p = 0; p < 3; p++) {
+            const char *provider = all_providers[p];
+            if (!listed(&providers, provider))
+                continue;
+            const bool fa2 = strcmp(provider, "fa2") == 0;
+            for (int c = 0; do_prefill && c < (fa2 ? prefill_cfgs.n : 1); c++)
+                for (size_t i = 0; i < sizeof prefill_lens / sizeof *prefill_lens; i++)
+                    run_prefill(&b, provider, fa2 ? prefill_cfgs.item[c] : NULL, all_dtypes[d],
+                                prefill_lens[i]);
+            for (int c = 0; do_decode && c < (fa2 ? decode_cfgs.n : 1); c++)
+                for (size_t i = 0; i < sizeof decode_lens / sizeof *decode_lens; i++)
+                    run_decode(&b, provider, fa2 ? decode_cfgs.item[c] : NULL, all_dtypes[d],
+                               decode_lens[i]);
+        }
+    }
+    free(b.noise);
+    orin_registry_destroy(b.reg);
+    orin_plugin_set_destroy(set);
+    orin_device_close(b.dev);
+    return 0;
+}
