@@ -1,12 +1,12 @@
 /* sample.candidates on the CPU: the reference (see orin/ops.h for the
- * contract, cuda_sample.h for what both implementations share).
+ * contract, sample.h for what both implementations share).
  *
  * The steps are the host sampler's (core/src/model/sampler.c), written again
  * here over the op's tensors: widen the logits to f32, apply the penalties
  * once per distinct history token, find the top_k-th largest with a size-k
  * min-heap, then collect every logit >= it and sort those by value
  * (descending), ties by lower id. */
-#include "cuda_sample.h"
+#include "sample.h"
 
 #include "orin/cpu_util.h"
 #include "orin/error.h"

@@ -1,6 +1,6 @@
 /* sample.candidates on CUDA: penalties and the top_k selection over the
  * vocabulary on the GPU, the same values, ids and count as cpu_sample.c, bit
- * for bit (see cuda_sample.h and orin/ops.h for the contract).
+ * for bit (see sample.h and orin/ops.h for the contract).
  *
  * Two kernels, no host sync, launch shapes from V and max alone (graph-safe):
  *
@@ -31,7 +31,7 @@
  * a kernel read or write out of bounds. Nothing is kept in the workspace
  * between calls; every byte of it that is read was written earlier in the
  * same call. */
-#include "cuda_sample.h"
+#include "sample.h"
 
 #include "orin/cuda_util.cuh"
 #include "orin/error.h"

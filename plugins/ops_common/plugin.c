@@ -4,6 +4,7 @@
 #include "cpu.h"
 #include "cuda.h"
 #include "cuda_fused.h"
+#include "sample.h"
 
 #include "orin/error.h"
 #include "orin/plugin.h"
@@ -30,6 +31,7 @@ CPU_ENTRIES(swiglu, orin_swiglu_args)
 CPU_ENTRIES(add, orin_add_args)
 CPU_ENTRIES(argmax, orin_argmax_args)
 CPU_ENTRIES(kv_write, orin_kv_write_args)
+CPU_ENTRIES(sample_candidates, orin_sample_candidates_args)
 
 /* Everything here only reads its inputs from memory, so all of it could be
  * replayed in a graph; on the CPU there is no graph, and the flag says so for
@@ -42,6 +44,19 @@ CPU_ENTRIES(kv_write, orin_kv_write_args)
 #define IMPLS(name, op)                                                             \
     IMPL(name, op##_f32, ORIN_F32), IMPL(name, op##_f16, ORIN_F16),                 \
         IMPL(name, op##_bf16, ORIN_BF16)
+
+/* sample.candidates, on either device, declares a workspace (sample.h);
+ * the CUDA one declines outputs longer than CUDA_SAMPLE_MAX_CANDIDATES. */
+#define SAMPLE_IMPL(fn, dev, dt, ws, sup)                                           \
+    {                                                                               \
+        .op = ORIN_OP_SAMPLE_CANDIDATES, .provider = "common", .device = dev,       \
+        .dtype = dt, .run = fn, .workspace_size = ws,                               \
+        .flags = ORIN_OP_REFERENCE | ORIN_OP_GRAPH_SAFE, .supports = sup,           \
+    }
+#define SAMPLE_IMPLS(prefix, dev, ws, sup)                                          \
+    SAMPLE_IMPL(prefix##sample_candidates_f32, dev, ORIN_F32, ws, sup),             \
+        SAMPLE_IMPL(prefix##sample_candidates_f16, dev, ORIN_F16, ws, sup),         \
+        SAMPLE_IMPL(prefix##sample_candidates_bf16, dev, ORIN_BF16, ws, sup)
 
 #ifdef ORIN_HAVE_CUDA
 #define CUDA_ENTRY(op, args_type, dt, suffix)                                       \
@@ -64,6 +79,7 @@ CUDA_ENTRIES(swiglu, orin_swiglu_args)
 CUDA_ENTRIES(add, orin_add_args)
 CUDA_ENTRIES(argmax, orin_argmax_args)
 CUDA_ENTRIES(kv_write, orin_kv_write_args)
+CUDA_ENTRIES(sample_candidates, orin_sample_candidates_args)
 
 /* Graph-safe for real here: launches sized from shapes only, ids and positions
  * read (and bounds-checked) on the GPU, no sync, no allocation. The matmul
@@ -108,6 +124,7 @@ static const orin_op_impl impls[] = {
     IMPLS(ORIN_OP_ADD, add),
     IMPLS(ORIN_OP_ARGMAX, argmax),
     IMPLS(ORIN_OP_KV_WRITE, kv_write),
+    SAMPLE_IMPLS(, ORIN_DEVICE_CPU, cpu_sample_candidates_workspace_size, NULL),
 #ifdef ORIN_HAVE_CUDA
     CUDA_IMPLS(ORIN_OP_EMBEDDING, embedding),
     CUDA_IMPLS(ORIN_OP_RMSNORM, rmsnorm),
@@ -117,6 +134,8 @@ static const orin_op_impl impls[] = {
     CUDA_IMPLS(ORIN_OP_ADD, add),
     CUDA_IMPLS(ORIN_OP_ARGMAX, argmax),
     CUDA_IMPLS(ORIN_OP_KV_WRITE, kv_write),
+    SAMPLE_IMPLS(cuda_, ORIN_DEVICE_CUDA, cuda_sample_candidates_workspace_size,
+                 cuda_sample_candidates_supports),
     FUSED_IMPLS(ORIN_OP_ADD_RMSNORM, add_rmsnorm, NULL, NULL),
     FUSED_IMPLS(ORIN_OP_MATMUL_QKV, matmul_qkv, cuda_matmul_qkv_workspace_size, NULL),
     FUSED_IMPLS(ORIN_OP_MATMUL_SWIGLU, matmul_swiglu, cuda_matmul_swiglu_workspace_size, NULL),

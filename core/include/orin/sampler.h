@@ -82,6 +82,48 @@ int32_t orin_sampler_sample(orin_sampler *s, float *logits, int32_t vocab, const
 int orin_sampler_distribution(orin_sampler *s, float *logits, int32_t vocab,
                               const int32_t *history, int32_t n_history, double *probs);
 
+/* ---- finishing on the device's candidates ----
+ *
+ * The sample.candidates op (orin/ops.h) runs steps 1-2 and the selection of
+ * step 4 where the logits are: the penalised logits >= the top_k-th largest,
+ * in descending order. From those the host finishes with the same code as
+ * orin_sampler_sample, and gets the token that orin_sampler_sample would give
+ * on the whole vocabulary, drawing the same random number, or learns that the
+ * candidates cannot decide it.
+ *
+ * Why "cannot" happens: step 4 keeps the tokens whose logit / T ties the k-th
+ * largest's, and a logit an ulp below the k-th may divide to the same value.
+ * Asked for exactly top_k, the op cannot show those; asked for more (see
+ * orin_sampler_candidates_top_k), the candidates nearly always settle it. */
+
+/* What sample.candidates wrote, and how it was called. */
+typedef struct orin_sampler_candidates {
+    const float *values;  /* [count] penalised logits, descending */
+    const int32_t *ids;   /* [count] their token ids */
+    int32_t count;        /* the op's count (max + 1: the ties did not fit) */
+    int32_t max;          /* the length of values and ids */
+    int32_t top_k;        /* the top_k the op ran with */
+    int32_t vocab;        /* the vocabulary size V */
+} orin_sampler_candidates;
+
+/* orin_sampler_finish's answer when the candidates cannot decide the token:
+ * nothing was drawn; call orin_sampler_sample on the whole logits instead. */
+#define ORIN_SAMPLER_NEED_LOGITS (-2)
+
+/* The top_k to run sample.candidates with for this sampler, `max` being the
+ * length of its outputs: 1 when greedy, else top_k plus a margin (up to
+ * top_k more, leaving room for ties); 0 when the op cannot serve the sampler
+ * (top_k 0 or larger than max: the host needs every logit). */
+int32_t orin_sampler_candidates_top_k(const orin_sampler *s, int32_t max);
+
+/* Steps 3-7 on the candidates: the token orin_sampler_sample would return for
+ * the whole logits and the same history (whose penalties the op applied), with
+ * the same advance of the random state. ORIN_SAMPLER_NEED_LOGITS when the
+ * candidates do not decide it (the ties did not fit, or see above); -1 with
+ * orin_error_set() on an error orin_sampler_sample would also report (no
+ * usable logit) or on candidates the op cannot have written. */
+int32_t orin_sampler_finish(orin_sampler *s, const orin_sampler_candidates *c);
+
 #ifdef __cplusplus
 }
 #endif

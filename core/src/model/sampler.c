@@ -223,44 +223,70 @@ static void sift_up(struct cand *h, size_t i, bool max)
     }
 }
 
-/* Temperature and top-k: s->cands gets the surviving tokens with their scaled
- * logits. With top_k, a min-heap of the k largest raw logits over one pass
- * gives the threshold (x -> x / T is monotonic, so the k-th largest scaled
- * logit is the scaled k-th largest), then a second pass keeps everything at
- * or above it: partial selection, no sort of the vocabulary. */
-static int32_t candidates(orin_sampler *s, const float *logits, int32_t vocab)
+/* Step 4's cut, from the k-th largest raw logit `kth` (-INFINITY: no cut):
+ * x -> x / T is monotonic, so the k-th largest scaled logit is kth / T, and a
+ * token stays when its scaled logit is >= that. Raw values a little below kth
+ * may divide to the same scaled value (HF keeps those ties): the prefilter
+ * bounds how far below to look. */
+struct top_k_cut {
+    float t, threshold, prefilter;
+};
+
+static struct top_k_cut top_k_cut(float t, float kth)
+{
+    struct top_k_cut cut = {.t = t, .threshold = -INFINITY, .prefilter = -INFINITY};
+    if (kth > -INFINITY) {
+        cut.threshold = kth / t;
+        cut.prefilter = kth - fabsf(kth) * 0x1p-16f - 0x1p-126f;
+    }
+    return cut;
+}
+
+/* Whether raw logit x survives temperature and top-k; *scaled gets x / T.
+ * Monotonic in x: if x survives, so does every larger x. */
+static bool top_k_keeps(const struct top_k_cut *cut, float x, float *scaled)
+{
+    if (!(x >= cut->prefilter)) /* also skips NaN */
+        return false;
+    *scaled = x / cut->t;
+    return *scaled >= cut->threshold && *scaled > -INFINITY;
+}
+
+/* The k-th largest logit (NaN skipped) from a min-heap of the k largest over
+ * one pass (s->cands as the heap); -INFINITY when top_k is off or fewer than k
+ * logits are numbers. Partial selection: no sort of the vocabulary. */
+static float kth_largest(orin_sampler *s, const float *logits, int32_t vocab)
 {
     int32_t k = s->p.top_k;
-    float t = s->p.temperature;
+    if (k <= 0 || k >= vocab)
+        return -INFINITY;
     struct cand *c = s->cands;
-    float threshold = -INFINITY, prefilter = -INFINITY;
-    if (k > 0 && k < vocab) {
-        size_t n = 0;
-        for (int32_t i = 0; i < vocab; i++) {
-            float x = logits[i];
-            if (isnan(x))
-                continue;
-            if (n < (size_t)k) {
-                c[n] = (struct cand){.s = x, .id = i};
-                sift_up(c, n++, false);
-            } else if (x > c[0].s) {
-                c[0] = (struct cand){.s = x, .id = i};
-                sift_down(c, n, 0, false);
-            }
-        }
-        if (n == (size_t)k && c[0].s > -INFINITY) {
-            threshold = c[0].s / t;
-            /* Raw values a little below the k-th may divide to the same scaled
-             * value (HF keeps those ties): look at them, skip the rest. */
-            prefilter = c[0].s - fabsf(c[0].s) * 0x1p-16f - 0x1p-126f;
+    size_t n = 0;
+    for (int32_t i = 0; i < vocab; i++) {
+        float x = logits[i];
+        if (isnan(x))
+            continue;
+        if (n < (size_t)k) {
+            c[n] = (struct cand){.s = x, .id = i};
+            sift_up(c, n++, false);
+        } else if (x > c[0].s) {
+            c[0] = (struct cand){.s = x, .id = i};
+            sift_down(c, n, 0, false);
         }
     }
+    return n == (size_t)k ? c[0].s : -INFINITY;
+}
+
+/* Temperature and top-k: s->cands gets the surviving tokens, in id order,
+ * with their scaled logits. */
+static int32_t candidates(orin_sampler *s, const float *logits, int32_t vocab)
+{
+    struct top_k_cut cut = top_k_cut(s->p.temperature, kth_largest(s, logits, vocab));
+    struct cand *c = s->cands;
     int32_t n = 0;
     for (int32_t i = 0; i < vocab; i++) {
-        if (!(logits[i] >= prefilter)) /* also skips NaN */
-            continue;
-        float x = logits[i] / t;
-        if (x >= threshold && x > -INFINITY)
+        float x;
+        if (top_k_keeps(&cut, logits[i], &x))
             c[n++] = (struct cand){.s = x, .id = i};
     }
     if (!n)
@@ -268,12 +294,10 @@ static int32_t candidates(orin_sampler *s, const float *logits, int32_t vocab)
     return n;
 }
 
-/* Steps 3-6: s->kept[0..return) with their weights. */
-static int32_t select_tokens(orin_sampler *s, const float *logits, int32_t vocab)
+/* Steps 5-6 on s->cands[0..n) (id order): s->kept[0..return) with their
+ * weights. */
+static int32_t filter_tokens(orin_sampler *s, int32_t n)
 {
-    int32_t n = candidates(s, logits, vocab);
-    if (n < 0)
-        return -1;
     struct cand *c = s->cands, *kept = s->kept;
     float s_max = c[0].s;
     for (int32_t i = 1; i < n; i++)
@@ -325,6 +349,33 @@ static int32_t select_tokens(orin_sampler *s, const float *logits, int32_t vocab
     return nk;
 }
 
+/* Steps 3-6 on the whole vocabulary: s->kept[0..return) with their weights. */
+static int32_t select_tokens(orin_sampler *s, const float *logits, int32_t vocab)
+{
+    int32_t n = candidates(s, logits, vocab);
+    return n < 0 ? -1 : filter_tokens(s, n);
+}
+
+/* Step 7: the first kept token whose cumulative weight passes u * total; kept
+ * tokens of weight 0 (exp underflow) can never be drawn. */
+static int32_t draw(orin_sampler *s, int32_t n)
+{
+    double total = 0;
+    for (int32_t i = 0; i < n; i++)
+        total += s->kept[i].w;
+    double u = uniform(s) * total, acc = 0;
+    int32_t last = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (s->kept[i].w <= 0)
+            continue;
+        acc += s->kept[i].w;
+        last = i;
+        if (u < acc)
+            return s->kept[i].id;
+    }
+    return s->kept[last].id; /* u * total rounded up to the total */
+}
+
 /* ---- entry points ---- */
 
 int orin_sampler_distribution(orin_sampler *s, float *logits, int32_t vocab,
@@ -363,22 +414,118 @@ int32_t orin_sampler_sample(orin_sampler *s, float *logits, int32_t vocab, const
         return best >= 0 ? best : orin_error_set("sampler: every logit is NaN");
     }
     int32_t n = select_tokens(s, logits, vocab);
-    if (n < 0)
+    return n < 0 ? -1 : draw(s, n);
+}
+
+/* ---- finishing on the candidates of sample.candidates ---- */
+
+int32_t orin_sampler_candidates_top_k(const orin_sampler *s, int32_t max)
+{
+    if (is_greedy(s))
+        return max >= 1 ? 1 : 0;
+    int32_t k = s->p.top_k;
+    if (k < 1 || k > max)
+        return 0;
+    int32_t room = (max - k) / 2;
+    return k + (room < k ? room : k);
+}
+
+static int by_id(const void *a, const void *b)
+{
+    int32_t x = ((const struct cand *)a)->id, y = ((const struct cand *)b)->id;
+    return (x > y) - (x < y);
+}
+
+static int by_value_desc(const void *a, const void *b)
+{
+    float x = ((const struct cand *)a)->s, y = ((const struct cand *)b)->s;
+    return (x < y) - (x > y);
+}
+
+/* The op's list in s->cands (raw penalised logits, id order) and its sorted
+ * copy in s->kept (descending); checks what the op promises. */
+static int load_candidates(orin_sampler *s, const orin_sampler_candidates *c)
+{
+    int32_t n = c->count;
+    if (reserve(s, n) != 0)
         return -1;
-    double total = 0;
-    for (int32_t i = 0; i < n; i++)
-        total += s->kept[i].w;
-    /* The first kept token whose cumulative weight passes u * total; kept
-     * tokens of weight 0 (exp underflow) can never be drawn. */
-    double u = uniform(s) * total, acc = 0;
-    int32_t last = 0;
     for (int32_t i = 0; i < n; i++) {
-        if (s->kept[i].w <= 0)
-            continue;
-        acc += s->kept[i].w;
-        last = i;
-        if (u < acc)
-            return s->kept[i].id;
+        if (c->ids[i] < 0 || c->ids[i] >= c->vocab || isnan(c->values[i]))
+            return orin_error_set("sampler: candidate %d is (%d, %g): not a token of the "
+                                  "vocabulary (%d) with a logit", i, c->ids[i],
+                                  (double)c->values[i], c->vocab);
+        s->cands[i] = (struct cand){.s = c->values[i], .id = c->ids[i]};
     }
-    return s->kept[last].id; /* u * total rounded up to the total */
+    qsort(s->cands, (size_t)n, sizeof *s->cands, by_id);
+    for (int32_t i = 1; i < n; i++)
+        if (s->cands[i].id == s->cands[i - 1].id)
+            return orin_error_set("sampler: candidate id %d appears twice", s->cands[i].id);
+    memcpy(s->kept, s->cands, (size_t)n * sizeof *s->cands);
+    qsort(s->kept, (size_t)n, sizeof *s->kept, by_value_desc);
+    return 0;
+}
+
+/* Greedy on the candidates: the largest, lowest id on ties (as argmax). */
+static int32_t finish_greedy(const orin_sampler_candidates *c)
+{
+    int32_t best = -1;
+    for (int32_t i = 0; i < c->count; i++) {
+        float v = c->values[i];
+        if (best < 0 || v > c->values[best] || (v == c->values[best] && c->ids[i] < c->ids[best]))
+            best = i;
+    }
+    return c->ids[best];
+}
+
+/* Step 4 on the candidates: s->cands (id order) keeps what candidates() keeps
+ * on the whole vocabulary; returns how many, or ORIN_SAMPLER_NEED_LOGITS when
+ * a logit the op left out could be kept.
+ *
+ * The op wrote every logit >= the smallest it wrote, b (ties included), or,
+ * when it wrote fewer than it was asked for, every logit that is a number
+ * ("whole"). The host cut needs the k-th largest: known when k <= count.
+ * A left-out logit is < b, and top_k_keeps is monotonic, so none of them is
+ * kept when the float just below b is not. That fails only when b lies within
+ * an ulp or two of the cut after dividing by T (ask the op for more than top_k:
+ * orin_sampler_candidates_top_k), or when the host keeps everything. */
+static int32_t finish_candidates(orin_sampler *s, const orin_sampler_candidates *c)
+{
+    int32_t n = c->count, k = s->p.top_k;
+    bool whole = n < c->top_k || n == c->vocab;
+    bool cut = k > 0 && k < c->vocab && k <= n;
+    if (!cut && !whole)
+        return ORIN_SAMPLER_NEED_LOGITS;
+    struct top_k_cut tc = top_k_cut(s->p.temperature, cut ? s->kept[k - 1].s : -INFINITY);
+    float scaled;
+    if (!whole && top_k_keeps(&tc, nextafterf(s->kept[n - 1].s, -INFINITY), &scaled))
+        return ORIN_SAMPLER_NEED_LOGITS;
+    int32_t m = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (top_k_keeps(&tc, s->cands[i].s, &scaled))
+            s->cands[m++] = (struct cand){.s = scaled, .id = s->cands[i].id};
+    if (!m)
+        return orin_error_set("sampler: no logit is finite (all -inf or NaN)");
+    return m;
+}
+
+int32_t orin_sampler_finish(orin_sampler *s, const orin_sampler_candidates *c)
+{
+    if (!c || c->vocab < 1 || c->top_k < 1 || c->count < 0 || c->max < 0 ||
+        (c->count > 0 && (!c->values || !c->ids)))
+        return orin_error_set("sampler: finish: bad candidates (count %d, max %d, top_k %d, "
+                              "vocabulary %d)", c ? c->count : 0, c ? c->max : 0,
+                              c ? c->top_k : 0, c ? c->vocab : 0);
+    if (c->count > c->max)
+        return ORIN_SAMPLER_NEED_LOGITS; /* the ties did not fit */
+    if (c->count == 0) /* every logit is NaN */
+        return is_greedy(s) ? orin_error_set("sampler: every logit is NaN")
+                            : orin_error_set("sampler: no logit is finite (all -inf or NaN)");
+    if (load_candidates(s, c) != 0)
+        return -1;
+    if (is_greedy(s))
+        return finish_greedy(c);
+    int32_t n = finish_candidates(s, c);
+    if (n < 0)
+        return n;
+    return draw(s, filter_tokens(s, n));
 }

@@ -10,8 +10,8 @@
  * above history's length counts as the length, a negative one as 0 (the CPU
  * op reports both as errors). History ids outside the vocabulary are ignored
  * on both, as in the sampler. */
-#ifndef ORIN_OPS_COMMON_CUDA_SAMPLE_H
-#define ORIN_OPS_COMMON_CUDA_SAMPLE_H
+#ifndef ORIN_OPS_COMMON_SAMPLE_H
+#define ORIN_OPS_COMMON_SAMPLE_H
 
 #include "orin/ops.h"
 #include "orin/registry.h"
