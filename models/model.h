@@ -5,6 +5,7 @@
 
 #include "orin/device.h"
 #include "orin/graph.h"
+#include "orin/sampler.h"
 #include "orin/registry.h"
 #include "orin/model_config.h"
 
@@ -52,8 +53,21 @@ orin_device *orin_model_device(const orin_model *m);
 int orin_model_prefill(orin_model *m, const int32_t *ids, int32_t n, int32_t start_pos,
                        float *logits, bool all_logits);
 
-/* One token at position pos through the decode path; logits [V] (may be NULL). */
+/* One token at position pos through the decode path; logits [V] (may be NULL:
+ * they stay on the device for orin_model_sample). */
 int orin_model_decode(orin_model *m, int32_t id, int32_t pos, float *logits);
+
+/* orin_model_prefill for generation: the last row's logits are computed into
+ * the device buffer and not copied back, for orin_model_sample. */
+int orin_model_prefill_on_device(orin_model *m, const int32_t *ids, int32_t n, int32_t start_pos);
+
+/* The next token from the logits of the last prefill or decode step, as
+ * orin_sampler_sample(s, logits, V, history, n) would pick it: on a GPU the
+ * vocabulary-wide steps (penalties, top-k) run there (sample.candidates) and
+ * the host finishes on the candidates; the logits come back only where those
+ * cannot decide (top_k 0, or a near-tie at the top-k boundary). history is
+ * the prompt and the tokens generated so far. The id, or -1 with the error. */
+int32_t orin_model_sample(orin_model *m, orin_sampler *s, const int32_t *history, int32_t n);
 
 /* Times every op of the decode steps that follow into p (NULL: stop): the
  * steps then run eagerly, op by op (orin_graph_run_profiled), for --profile. */

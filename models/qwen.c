@@ -22,8 +22,10 @@
 #include "orin/kv_cache.h"
 #include "orin/ops.h"
 #include "orin/safetensors.h"
+#include "orin/sampler.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +45,21 @@ typedef struct qwen_ops {
      * device and dtype or runtime.fused_ops is off: the graph then runs the
      * sequence each one stands for. */
     const orin_op_impl *add_rmsnorm, *matmul_qkv, *matmul_swiglu, *rope_kv_write;
+    const orin_op_impl *sample;           /* sample.candidates, off the host only */
 } qwen_ops;
+
+/* The candidates sample.candidates may return to the host (a top_k of 20 asks
+ * for 40: orin_sampler_candidates_top_k). */
+#define SAMPLE_MAX 256
+
+/* sample.candidates' outputs, one device block so that one copy brings them
+ * back: count, then ids[SAMPLE_MAX], then values[SAMPLE_MAX]. */
+typedef struct sample_block {
+    int32_t count;
+    int32_t ids[SAMPLE_MAX];
+    float values[SAMPLE_MAX];
+} sample_block;
+
 
 /* Device activation buffers, sized for `rows` tokens (one prefill chunk). */
 typedef struct qwen_buffers {
@@ -78,6 +94,15 @@ struct orin_model {
     int decode_steps;                     /* eager decode steps so far */
     void *decode_replay;                  /* the captured decode step (a CUDA graph) */
     orin_profile *profile;                /* --profile: decode steps run op by op, timed */
+
+    /* Sampling where the logits are (orin_model_sample), where a plugin has
+     * sample.candidates for the device (not the host: its logits are at hand). */
+    orin_tensor history, history_n;       /* device: i32 [context], i32 [1] */
+    int32_t *history_mirror;              /* host: what history holds */
+    int32_t history_len;
+    void *sample_dev;                     /* device: a sample_block */
+    void *sample_host;                    /* host: a sample_block */
+    float *host_logits;                   /* [V]: the whole-vocabulary fallback */
     void *workspace;
     size_t workspace_size;
     void *staging;                        /* host buffer for non-f32 logits */
@@ -346,6 +371,22 @@ static int bind_fused_ops(orin_model *m, const orin_model_options *opt)
     return 0;
 }
 
+/* sample.candidates for the model's device and dtype, if a plugin has it (else
+ * orin_model_sample copies the logits back and samples on the host). */
+static void bind_sampling(orin_model *m, const orin_model_options *opt)
+{
+    const int64_t max = SAMPLE_MAX;
+    const orin_sample_candidates_args probe = {
+        .values = orin_tensor_make(NULL, ORIN_F32, m->dev->kind, 1, &max),
+        .ids = orin_tensor_make(NULL, ORIN_I32, m->dev->kind, 1, &max),
+        .top_k = 1,
+    };
+    orin_bind_request req = {.op = ORIN_OP_SAMPLE_CANDIDATES, .device = m->dev->kind,
+                             .dtype = m->dtype, .args = &probe};
+    m->op.sample = orin_registry_bind(opt->registry, &req);
+    orin_error_clear();
+}
+
 static int bind_ops(orin_model *m, const orin_model_options *opt)
 {
     const orin_attention_args probe = attention_probe(m, 1, m->context);
@@ -378,6 +419,8 @@ static int bind_ops(orin_model *m, const orin_model_options *opt)
         if (!*table[i].dst)
             return -1;
     }
+    if (m->dev->kind != ORIN_DEVICE_CPU)
+        bind_sampling(m, opt);
     return opt->fused_ops ? bind_fused_ops(m, opt) : 0;
 }
 
@@ -437,8 +480,20 @@ static int alloc_buffers(orin_model *m, int32_t rows)
             return -1;
     }
     m->host_pos = malloc((size_t)rows * sizeof *m->host_pos);
-    if (!m->host_pos)
-        return orin_error_set("positions: out of memory");
+    m->host_logits = malloc((size_t)m->cfg.vocab_size * sizeof *m->host_logits);
+    if (!m->host_pos || !m->host_logits)
+        return orin_error_set("positions and logits: out of memory");
+    if (m->op.sample) { /* the device history and the candidates' block */
+        const int64_t one = 1;
+        if (alloc_tensor(m, &m->history, ORIN_I32, 1, &(int64_t){m->context}, "history") ||
+            alloc_tensor(m, &m->history_n, ORIN_I32, 1, &one, "history") ||
+            !(m->sample_dev = model_alloc(m, sizeof(sample_block), "sampling")))
+            return -1;
+        m->history_mirror = malloc((size_t)m->context * sizeof *m->history_mirror);
+        m->sample_host = malloc(sizeof(sample_block));
+        if (!m->history_mirror || !m->sample_host)
+            return orin_error_set("sampling: out of memory");
+    }
     if (m->dtype != ORIN_F32) {
         m->staging = malloc(orin_tensor_nbytes(&b->logits));
         if (!m->staging)
@@ -780,9 +835,8 @@ static int build_graph(orin_model *m, orin_graph *g, int64_t n, bool decode, int
 }
 
 /* Grows the shared workspace to what graph g needs. */
-static int reserve_workspace(orin_model *m, const orin_graph *g)
+static int reserve_bytes(orin_model *m, size_t need)
 {
-    size_t need = orin_graph_workspace_size(g);
     if (need <= m->workspace_size)
         return 0;
     void *w = m->dev->ops->alloc(m->dev, need);
@@ -793,7 +847,16 @@ static int reserve_workspace(orin_model *m, const orin_graph *g)
         m->dev->ops->free(m->dev, m->workspace);
     m->workspace = w;
     m->workspace_size = need;
+    if (m->decode_replay) { /* it points at the old workspace: capture again */
+        m->dev->ops->graph_destroy(m->dev, m->decode_replay);
+        m->decode_replay = NULL;
+    }
     return 0;
+}
+
+static int reserve_workspace(orin_model *m, const orin_graph *g)
+{
+    return reserve_bytes(m, orin_graph_workspace_size(g));
 }
 
 static int run_graph(orin_model *m, const orin_graph *g)
@@ -871,6 +934,9 @@ void orin_model_free(orin_model *m)
     free(m->layers);
     free(m->staging);
     free(m->host_pos);
+    free(m->host_logits);
+    free(m->history_mirror);
+    free(m->sample_host);
     free(m);
 }
 
@@ -1010,8 +1076,11 @@ static int fetch_logits(orin_model *m, int64_t rows, float *out)
     return orin_convert(out, ORIN_F32, m->staging, m->dtype, n);
 }
 
-int orin_model_prefill(orin_model *m, const int32_t *ids, int32_t n, int32_t start_pos,
-                       float *logits, bool all_logits)
+/* Prefill in chunks; `host` receives the logits ([n, V] when all_logits, else
+ * the last row); without it, `keep_last` still computes the last row's logits
+ * into the device buffer, for orin_model_sample. */
+static int prefill(orin_model *m, const int32_t *ids, int32_t n, int32_t start_pos, float *host,
+                   bool all_logits, bool keep_last)
 {
     if (check_tokens(m, ids, n, start_pos) != 0)
         return -1;
@@ -1019,17 +1088,28 @@ int orin_model_prefill(orin_model *m, const int32_t *ids, int32_t n, int32_t sta
     for (int32_t done = 0; done < n;) {
         int32_t len = n - done < m->buf.rows ? n - done : m->buf.rows;
         bool last = done + len == n;
-        int64_t logits_rows = !logits ? 0 : all_logits ? len : last ? 1 : 0;
+        int64_t logits_rows = host && all_logits ? len : last && (host || keep_last) ? 1 : 0;
         if (upload_step(m, ids + done, len, start_pos + done) != 0 ||
             build_graph(m, m->prefill, len, false, start_pos + done + len, logits_rows) != 0 ||
             run_graph(m, m->prefill) != 0)
             return -1;
-        if (logits_rows > 0 &&
-            fetch_logits(m, logits_rows, all_logits ? logits + (size_t)done * V : logits) != 0)
+        if (host && logits_rows > 0 &&
+            fetch_logits(m, logits_rows, all_logits ? host + (size_t)done * V : host) != 0)
             return -1;
         done += len;
     }
     return m->dev->ops->synchronize(m->dev);
+}
+
+int orin_model_prefill(orin_model *m, const int32_t *ids, int32_t n, int32_t start_pos,
+                       float *logits, bool all_logits)
+{
+    return prefill(m, ids, n, start_pos, logits, all_logits, false);
+}
+
+int orin_model_prefill_on_device(orin_model *m, const int32_t *ids, int32_t n, int32_t start_pos)
+{
+    return prefill(m, ids, n, start_pos, NULL, false, true);
 }
 
 int orin_model_decode(orin_model *m, int32_t id, int32_t pos, float *logits)
@@ -1045,4 +1125,75 @@ int orin_model_decode(orin_model *m, int32_t id, int32_t pos, float *logits)
 void orin_model_set_profile(orin_model *m, orin_profile *p)
 {
     m->profile = p;
+}
+
+/* ---- sampling where the logits are ---------------------------------------------- */
+
+
+/* Makes the device history equal history[0..n): uploads only what differs
+ * from what it last uploaded (a decode step appends one token), then n. */
+static int sync_history(orin_model *m, const int32_t *history, int32_t n)
+{
+    int32_t same = 0;
+    while (same < n && same < m->history_len && m->history_mirror[same] == history[same])
+        same++;
+    size_t bytes = (size_t)(n - same) * sizeof *history;
+    if (bytes && m->dev->ops->copy_h2d(m->dev, (int32_t *)m->history.data + same,
+                                       history + same, bytes) != 0)
+        return -1;
+    memcpy(m->history_mirror + same, history + same, bytes);
+    m->history_len = n;
+    return m->dev->ops->copy_h2d(m->dev, m->history_n.data, &n, sizeof n);
+}
+
+/* sample.candidates over the device logits with top_k k, then the host
+ * sampler's finish on what comes back. */
+static int32_t sample_on_device(orin_model *m, orin_sampler *s, const int32_t *history,
+                                int32_t n, int32_t k)
+{
+    const orin_sampler_params *p = orin_sampler_get_params(s);
+    sample_block *host = m->sample_host;
+    const int64_t V = m->cfg.vocab_size, max = SAMPLE_MAX, one = 1;
+    char *block = m->sample_dev;
+    orin_sample_candidates_args a = {
+        .logits = orin_tensor_make(m->buf.logits.data, m->dtype, m->dev->kind, 1, &V),
+        .history = m->history,
+        .n_history = m->history_n,
+        .count = orin_tensor_make(block + offsetof(sample_block, count), ORIN_I32, m->dev->kind,
+                                  1, &one),
+        .ids = orin_tensor_make(block + offsetof(sample_block, ids), ORIN_I32, m->dev->kind, 1,
+                                &max),
+        .values = orin_tensor_make(block + offsetof(sample_block, values), ORIN_F32,
+                                   m->dev->kind, 1, &max),
+        .repetition_penalty = p->repetition_penalty,
+        .presence_penalty = p->presence_penalty,
+        .top_k = k,
+    };
+    size_t ws = m->op.sample->workspace_size ? m->op.sample->workspace_size(&a) : 0;
+    if (reserve_bytes(m, ws) != 0 || sync_history(m, history, n) != 0)
+        return -1;
+    orin_exec ex = {.device = m->dev, .workspace = m->workspace,
+                    .workspace_size = m->workspace_size};
+    if (m->op.sample->run(&ex, &a) != 0 ||
+        m->dev->ops->copy_d2h(m->dev, host, m->sample_dev, sizeof *host) != 0)
+        return -1;
+    orin_sampler_candidates c = {
+        .values = host->values, .ids = host->ids, .count = host->count, .max = SAMPLE_MAX,
+        .top_k = k, .vocab = m->cfg.vocab_size,
+    };
+    return orin_sampler_finish(s, &c);
+}
+
+int32_t orin_model_sample(orin_model *m, orin_sampler *s, const int32_t *history, int32_t n)
+{
+    int32_t k = m->op.sample ? orin_sampler_candidates_top_k(s, SAMPLE_MAX) : 0;
+    if (k > 0) {
+        int32_t id = sample_on_device(m, s, history, n, k);
+        if (id != ORIN_SAMPLER_NEED_LOGITS)
+            return id;
+    }
+    /* the whole vocabulary on the host: copy the logits back */
+    if (fetch_logits(m, 1, m->host_logits) != 0)
+        return -1;
+    return orin_sampler_sample(s, m->host_logits, m->cfg.vocab_size, history, n);
 }

@@ -5,9 +5,11 @@
  *
  * With PATH greedy, it instead checks that greedy generation on the device gives
  * the same tokens eagerly and replayed as a CUDA graph, and in f32 the host's
- * (200 steps after a 32-token prompt of the reference text).
+ * (200 steps after a 32-token prompt of the reference text). With PATH sample,
+ * that seeded sampling through orin_model_sample (candidates on the device)
+ * draws the host sampler's tokens.
  *
- * usage: test_model_logprobs MODEL_DIR REF_JSON BACKEND PATH(prefill|decode|greedy)
+ * usage: test_model_logprobs MODEL_DIR REF_JSON BACKEND PATH(prefill|decode|greedy|sample)
  *            [--dtype DT] [--tol MAX] [--mean-tol MEAN] [--device cpu|cuda]
  *            [--graph on|off]  (replay the decode step as a CUDA graph; default off)
  * On cuda it exits 77 (skipped) where no GPU is visible. */
@@ -16,6 +18,7 @@
 
 #include "orin/error.h"
 #include "orin/plugin.h"
+#include "orin/sampler.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -138,9 +141,52 @@ static void compare_greedy(const orin_model_options *opt, const reference *ref)
     }
 }
 
+/* Sampled generation (seeded, Qwen-like settings with penalties) with the
+ * model's sampler path (orin_model_sample: candidates on the device, the host
+ * finishing) draws the same tokens as the host sampler on the whole logits. */
+static void compare_sampling(const orin_model_options *opt, const reference *ref)
+{
+    enum { PROMPT = 32, STEPS = 200 };
+    int32_t n = ref->n < PROMPT ? ref->n : PROMPT;
+    orin_model_options o = *opt;
+    o.max_context = n + STEPS;
+    orin_sampler_params sp = {.temperature = 0.7f, .top_k = 20, .top_p = 0.9f, .min_p = 0.0f,
+                              .repetition_penalty = 1.1f, .presence_penalty = 0.5f, .seed = 7};
+    int32_t runs[2][PROMPT + STEPS];
+    for (int r = 0; r < 2; r++) {
+        orin_model *m = NULL;
+        orin_sampler *s = orin_sampler_create(&sp);
+        CHECK(s && orin_model_load(&o, &m) == 0, "load: %s", orin_error());
+        if (!m || !s)
+            return;
+        int32_t V = orin_model_get_config(m)->vocab_size, *tok = runs[r];
+        float *logits = malloc((size_t)V * sizeof *logits);
+        memcpy(tok, ref->ids, (size_t)n * sizeof *tok);
+        int rc = r ? orin_model_prefill_on_device(m, tok, n, 0)
+                   : orin_model_prefill(m, tok, n, 0, logits, false);
+        for (int32_t i = 0; rc == 0 && i < STEPS; i++) {
+            int32_t id = r ? orin_model_sample(m, s, tok, n + i)
+                           : orin_sampler_sample(s, logits, V, tok, n + i);
+            rc = id < 0 ? -1 : orin_model_decode(m, id, n + i, r ? NULL : logits);
+            tok[n + i] = id;
+        }
+        CHECK(rc == 0, "%s sampling: %s", r ? "model" : "host", orin_error());
+        free(logits);
+        orin_sampler_free(s);
+        orin_model_free(m);
+    }
+    int first = -1;
+    for (int i = n; i < n + STEPS && first < 0; i++)
+        if (runs[0][i] != runs[1][i])
+            first = i - n;
+    printf("sampling (T 0.7, top_k 20, top_p 0.9, penalties), %d steps: %s\n", STEPS,
+           first < 0 ? "identical" : "differ");
+    CHECK(first < 0, "orin_model_sample differs from the host sampler at step %d", first);
+}
+
 static void usage(const char *argv0)
 {
-    fprintf(stderr, "usage: %s MODEL_DIR REF_JSON BACKEND prefill|decode|greedy [--dtype DT] "
+    fprintf(stderr, "usage: %s MODEL_DIR REF_JSON BACKEND prefill|decode|greedy|sample [--dtype DT] "
                     "[--tol MAX] [--mean-tol MEAN] [--device cpu|cuda] [--graph on|off]\n", argv0);
     exit(2);
 }
@@ -204,8 +250,11 @@ int main(int argc, char **argv)
         .cuda_graph = graph,
     };
     orin_model *m = NULL;
-    if (strcmp(path, "greedy") == 0) {
-        compare_greedy(&opt, &ref);
+    if (strcmp(path, "greedy") == 0 || strcmp(path, "sample") == 0) {
+        if (strcmp(path, "greedy") == 0)
+            compare_greedy(&opt, &ref);
+        else
+            compare_sampling(&opt, &ref);
         orin_registry_destroy(reg);
         orin_plugin_set_destroy(plugins);
         orin_device_close(device);

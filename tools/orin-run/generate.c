@@ -101,9 +101,8 @@ int generator_init(generator *g, orin_engine *e, const orin_cli *cli)
     orin_sampler_params sp;
     sampling_settings(cfg, &gc, &sp);
     g->sampler = orin_sampler_create(&sp);
-    g->logits = malloc((size_t)g->vocab * sizeof *g->logits);
     g->cached = malloc((size_t)g->context * sizeof *g->cached);
-    if (!g->sampler || !g->logits || !g->cached)
+    if (!g->sampler || !g->cached)
         return orin_error_set("generate: out of memory");
     return 0;
 }
@@ -112,7 +111,6 @@ void generator_free(generator *g)
 {
     orin_chat_template_free(g->tpl);
     orin_sampler_free(g->sampler);
-    free(g->logits);
     free(g->cached);
     memset(g, 0, sizeof *g);
 }
@@ -157,7 +155,7 @@ static int prefill_new(generator *g, const int32_t *ids, int32_t n, reply *r)
     while (keep < g->n_cached && keep < n - 1 && g->cached[keep] == ids[keep])
         keep++;
     r->prefilled = n - keep;
-    if (orin_model_prefill(g->model, ids + keep, n - keep, keep, g->logits, false) != 0)
+    if (orin_model_prefill_on_device(g->model, ids + keep, n - keep, keep) != 0)
         return -1;
     memcpy(g->cached, ids, (size_t)n * sizeof *ids);
     g->n_cached = n;
@@ -197,7 +195,7 @@ int generator_reply(generator *g, const int32_t *ids, size_t n_ids,
             r->stop = STOP_INTERRUPT;
             break;
         }
-        int32_t id = orin_sampler_sample(g->sampler, g->logits, g->vocab, g->cached, g->n_cached);
+        int32_t id = orin_model_sample(g->model, g->sampler, g->cached, g->n_cached);
         if (id < 0)
             goto out;
         if (r->generated == 0) {
@@ -218,7 +216,7 @@ int generator_reply(generator *g, const int32_t *ids, size_t n_ids,
             r->stop = STOP_CONTEXT;
             break;
         }
-        if (orin_model_decode(g->model, id, g->n_cached, g->logits) != 0)
+        if (orin_model_decode(g->model, id, g->n_cached, NULL) != 0)
             goto out;
         g->cached[g->n_cached++] = id;
     }

@@ -25,8 +25,7 @@ typedef struct generator {
     int32_t stop_ids[16];
     int n_stop;
     int32_t *cached;              /* the tokens whose K/V are in the cache, in order */
-    int32_t n_cached;
-    float *logits;                /* [vocab] */
+    int32_t n_cached;             /* the logits of the last one are on the model's device */
 } generator;
 
 typedef struct reply {

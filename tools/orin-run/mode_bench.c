@@ -16,6 +16,7 @@
 
 #include "orin/cpu_util.h"
 #include "orin/error.h"
+#include "orin/sampler.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -42,18 +43,30 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-static int32_t argmax(const float *x, int32_t n)
-{
-    int32_t best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (x[i] > x[best])
-            best = i;
-    return best;
-}
-
 typedef struct bench_result {
     double prefill_s, decode_s; /* medians */
 } bench_result;
+
+/* One run as generation does it: the prompt tokens[0..P) prefilled, then G
+ * steps each sampling greedily where the logits are (orin_model_sample: on a
+ * GPU only the token comes back) and decoding it; tokens grows to P + G. */
+static int one_run(orin_model *m, orin_sampler *greedy, int32_t *tokens, int32_t P, int32_t G,
+                   double *prefill_s, double *decode_s)
+{
+    double t0 = now_s();
+    if (orin_model_prefill_on_device(m, tokens, P, 0) != 0)
+        return -1;
+    double t1 = now_s();
+    for (int32_t i = 0; i < G; i++) {
+        int32_t next = orin_model_sample(m, greedy, tokens, P + i);
+        if (next < 0 || orin_model_decode(m, next, P + i, NULL) != 0)
+            return -1;
+        tokens[P + i] = next;
+    }
+    *prefill_s = t1 - t0;
+    *decode_s = now_s() - t1;
+    return 0;
+}
 
 static int run_bench(orin_model *m, const orin_config *cfg, orin_profile *profile,
                      bench_result *res)
@@ -61,11 +74,13 @@ static int run_bench(orin_model *m, const orin_config *cfg, orin_profile *profil
     const int32_t P = cfg->bench.prompt_tokens, G = cfg->bench.gen_tokens;
     const int32_t R = cfg->bench.repeats > 0 ? cfg->bench.repeats : 1;
     const int32_t V = orin_model_get_config(m)->vocab_size;
-    int32_t *ids = malloc((size_t)(P > 0 ? P : 1) * sizeof *ids);
-    float *logits = malloc((size_t)V * sizeof *logits);
+    int32_t *tokens = malloc((size_t)(P + G) * sizeof *tokens);
     double *pre = calloc((size_t)R, sizeof *pre), *dec = calloc((size_t)R, sizeof *dec);
+    orin_sampler_params greedy_params = ORIN_SAMPLER_PARAMS_DEFAULT;
+    greedy_params.temperature = 0.0f;
+    orin_sampler *greedy = orin_sampler_create(&greedy_params);
     int rc = -1;
-    if (!ids || !logits || !pre || !dec) {
+    if (!tokens || !pre || !dec || !greedy) {
         orin_error_set("bench: out of memory");
         goto out;
     }
@@ -73,39 +88,23 @@ static int run_bench(orin_model *m, const orin_config *cfg, orin_profile *profil
     uint32_t state = 12345;
     for (int32_t i = 0; i < P; i++) {
         state = state * 1664525u + 1013904223u;
-        ids[i] = (int32_t)((state >> 8) % (uint32_t)V);
+        tokens[i] = (int32_t)((state >> 8) % (uint32_t)V);
     }
-    for (int32_t r = 0; r < R; r++) {
-        double t0 = now_s();
-        if (orin_model_prefill(m, ids, P, 0, logits, false) != 0)
+    for (int32_t r = 0; r < R; r++)
+        if (one_run(m, greedy, tokens, P, G, &pre[r], &dec[r]) != 0)
             goto out;
-        pre[r] = now_s() - t0;
-        int32_t next = argmax(logits, V);
-        t0 = now_s();
-        for (int32_t i = 0; i < G; i++) {
-            if (orin_model_decode(m, next, P + i, logits) != 0)
-                goto out;
-            next = argmax(logits, V);
-        }
-        dec[r] = now_s() - t0;
-    }
     res->prefill_s = median(pre, R);
     res->decode_s = median(dec, R);
     rc = 0;
-    if (profile) { /* one more pass, op by op, for --profile (its times stay out of res) */
+    if (profile) { /* one more run, op by op, for --profile (its times stay out of res) */
+        double unused_p, unused_d;
         orin_model_set_profile(m, profile);
-        int32_t next = 0;
-        rc = orin_model_prefill(m, ids, P, 0, logits, false);
-        for (int32_t i = 0; rc == 0 && i < G; i++) {
-            next = i == 0 ? argmax(logits, V) : next;
-            rc = orin_model_decode(m, next, P + i, logits);
-            next = argmax(logits, V);
-        }
+        rc = one_run(m, greedy, tokens, P, G, &unused_p, &unused_d);
         orin_model_set_profile(m, NULL);
     }
 out:
-    free(ids);
-    free(logits);
+    orin_sampler_free(greedy);
+    free(tokens);
     free(pre);
     free(dec);
     return rc;

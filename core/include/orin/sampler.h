@@ -66,6 +66,9 @@ typedef struct orin_sampler orin_sampler;
 orin_sampler *orin_sampler_create(const orin_sampler_params *p);
 void orin_sampler_free(orin_sampler *s);
 
+/* The parameters the sampler was created with. */
+const orin_sampler_params *orin_sampler_get_params(const orin_sampler *s);
+
 /* Restarts the random sequence as if the sampler had been created with `seed`. */
 void orin_sampler_seed(orin_sampler *s, uint64_t seed);
 

@@ -108,6 +108,11 @@ orin_sampler *orin_sampler_create(const orin_sampler_params *p)
     return s;
 }
 
+const orin_sampler_params *orin_sampler_get_params(const orin_sampler *s)
+{
+    return &s->p;
+}
+
 void orin_sampler_free(orin_sampler *s)
 {
     if (!s)
