@@ -37,21 +37,24 @@
 //        f32 throughout; lanes split head_dim in 16-byte pieces, warp-shuffle
 //        sums give the scores.
 // Two ways to combine, chosen by ORIN_FA2_DECODE_CONFIG:
-//   fused (default): the last block of a (kv head, row chunk) to finish, found
+//   fused: the last block of a (kv head, row chunk) to finish, found
 //        with an atomic counter, combines that chunk's rows: one launch. The
 //        counters are this module's own device memory (zero at load), not the
 //        workspace: a model shares one workspace between all its ops, so nothing
 //        left there survives to the next call, and a test poisons it. One slab
 //        per stream, so that two streams never share a counter; every launch
 //        leaves them zero again (its last block resets its counter).
-//   two-kernel: a second kernel, one block per query head, combines.
-// Fused is the default: at short contexts the whole op is a few microseconds,
-// and a second launch costs about as much again. two-kernel remains for
-// comparison, and is what runs when a ninth stream (no free counter slab) calls.
+//   two-kernel (default): a second kernel, one block per query head, combines.
+// Measured (H100, Qwen3-8B shape, graph replay, bench/attention.sh): two-kernel
+// is the faster at every length (1k: 8.7 against 9.1 us; 8k: 20.5 against 24.0;
+// 32k: 53.3 against 56.9), against the prediction that the second launch would
+// cost more than the counter: in a graph the launch is cheap, while the last
+// block's combine serialises behind the slowest split and its counter fence.
+// fused remains for comparison (ORIN_FA2_DECODE_CONFIG=fused).
 //
 // ORIN_FA2_DECODE_CONFIG: words joined by '+': "fused" or "two-kernel", "mma" or
 // "simt", "bps=N" (blocks per SM the split count aims at; default: the kernel's
-// occupancy). Unset or empty: fused+mma. An unknown word is an error.
+// occupancy). Unset or empty: two-kernel+mma. An unknown word is an error.
 #include "cuda.h"
 
 #include "orin/cuda_util.cuh"
@@ -800,7 +803,7 @@ struct fa2d_config {
 // ORIN_FA2_DECODE_CONFIG, read at every call (the benchmark changes it between rows).
 int fa2d_parse_config(fa2d_config *cfg)
 {
-    *cfg = fa2d_config{.fused = true, .simt = false, .bps = 0};
+    *cfg = fa2d_config{.fused = false, .simt = false, .bps = 0};
     const char *env = getenv("ORIN_FA2_DECODE_CONFIG");
     if (!env)
         return 0;

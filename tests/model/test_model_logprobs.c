@@ -300,8 +300,11 @@ int main(int argc, char **argv)
     CHECK(mean < mean_tol, "mean |logprob - reference| = %g >= %g", mean, mean_tol);
     /* f32 must pick the reference's argmax everywhere (the references keep every
      * top-2 gap well above f32 error); f16/bf16 round the weights and
-     * activations again, so near ties may flip: at most 5% of positions. */
-    int allowed = dtype == ORIN_F32 ? 0 : ref.n / 20;
+     * activations again, so near ties may flip: at most 5% of positions in f16,
+     * 10% in bf16 (transformers itself in bf16 flips 5 of the 67 positions of
+     * the short texts and 60-65 of the 1,579 of the long ones:
+     * scripts/hf_half_error.py). */
+    int allowed = dtype == ORIN_F32 ? 0 : dtype == ORIN_BF16 ? ref.n / 10 : ref.n / 20;
     CHECK(argmax_mismatches <= allowed, "%d positions with a different argmax (allowed %d)",
           argmax_mismatches, allowed);
 

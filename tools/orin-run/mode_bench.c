@@ -2,7 +2,8 @@
  *
  * Prefill: bench.prompt_tokens tokens in one call (chunked by
  * runtime.prefill_chunk). Decode: bench.gen_tokens single-token steps after it,
- * each feeding back the argmax. Each figure is the median of bench.repeats runs.
+ * each feeding back the argmax. Each figure is the median of bench.repeats runs,
+ * after one untimed warm-up run.
  *
  * Decode is memory bound: a step must read every weight once (the input
  * embedding only one row) and the K and V of every cached position. Those bytes
@@ -90,6 +91,11 @@ static int run_bench(orin_model *m, const orin_config *cfg, orin_profile *profil
         state = state * 1664525u + 1013904223u;
         tokens[i] = (int32_t)((state >> 8) % (uint32_t)V);
     }
+    /* Warm-up, untimed: the first decode steps build what later ones reuse
+     * (handles, algorithm choices, the captured CUDA graph). */
+    double warm_p, warm_d;
+    if (one_run(m, greedy, tokens, P, G < 3 ? G : 3, &warm_p, &warm_d) != 0)
+        goto out;
     for (int32_t r = 0; r < R; r++)
         if (one_run(m, greedy, tokens, P, G, &pre[r], &dec[r]) != 0)
             goto out;
