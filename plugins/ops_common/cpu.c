@@ -40,13 +40,7 @@
 int cpu_embedding(const orin_exec *ex, const orin_embedding_args *a, orin_dtype dt)
 {
     const char *label = "embedding (common)";
-    if (orin_check_exec(label, ex, CPU) ||
-        orin_check_tensor(label, "table", &a->table, CPU, dt, 2, 2) ||
-        orin_check_tensor(label, "ids", &a->ids, CPU, ORIN_I32, 1, 1) ||
-        orin_check_tensor(label, "out", &a->out, CPU, dt, 2, 2) ||
-        orin_check_dim(label, "out", &a->out, 0, a->ids.shape[0]) ||
-        orin_check_dim(label, "out", &a->out, 1, a->table.shape[1]) ||
-        orin_check_alias(label, "out", &a->out, "table", &a->table, false))
+    if (orin_check_embedding(label, ex, a, CPU, dt))
         return -1;
 
     const int32_t *ids = a->ids.data;
@@ -83,17 +77,8 @@ static void rmsnorm_row(float *row, const float *weight, int64_t dim, float eps)
 int cpu_rmsnorm(const orin_exec *ex, const orin_rmsnorm_args *a, orin_dtype dt)
 {
     const char *label = "rmsnorm (common)";
-    if (orin_check_exec(label, ex, CPU) ||
-        orin_check_tensor(label, "x", &a->x, CPU, dt, 1, ORIN_MAX_DIMS) ||
-        orin_check_tensor(label, "weight", &a->weight, CPU, dt, 1, 1) ||
-        orin_check_tensor(label, "out", &a->out, CPU, dt, 1, ORIN_MAX_DIMS) ||
-        orin_check_same_shape(label, "x", &a->x, "out", &a->out) ||
-        orin_check_dim(label, "weight", &a->weight, 0, a->x.shape[a->x.ndim - 1]) ||
-        orin_check_alias(label, "out", &a->out, "x", &a->x, true) ||
-        orin_check_alias(label, "out", &a->out, "weight", &a->weight, false))
+    if (orin_check_rmsnorm(label, ex, a, CPU, dt))
         return -1;
-    if (!isfinite(a->eps) || a->eps < 0.0f)
-        return orin_error_set("%s: eps %g is not a non-negative number", label, a->eps);
 
     int64_t dim = a->x.shape[a->x.ndim - 1], rows = orin_tensor_rows(&a->x);
     float *buf = malloc(2 * (size_t)dim * sizeof(float));
@@ -141,18 +126,10 @@ static void rope_row(float *row, const float *cos_t, const float *sin_t, int64_t
 int cpu_rope(const orin_exec *ex, const orin_rope_args *a, orin_dtype dt)
 {
     const char *label = "rope (common)";
-    if (orin_check_exec(label, ex, CPU) ||
-        orin_check_tensor(label, "x", &a->x, CPU, dt, 3, 3) ||
-        orin_check_tensor(label, "positions", &a->positions, CPU, ORIN_I32, 1, 1) ||
-        orin_check_dim(label, "positions", &a->positions, 0, a->x.shape[0]) ||
-        orin_check_alias(label, "x", &a->x, "positions", &a->positions, false) ||
+    if (orin_check_rope(label, ex, a, CPU, dt) ||
         orin_cpu_check_positions(label, &a->positions, INT32_MAX, "a position", NULL))
         return -1;
     int64_t n = a->x.shape[0], heads = a->x.shape[1], hd = a->x.shape[2];
-    if (hd % 2 != 0)
-        return orin_error_set("%s: x: head_dim %lld is odd", label, (long long)hd);
-    if (!isfinite(a->theta) || a->theta <= 0.0f)
-        return orin_error_set("%s: theta %g is not a positive number", label, a->theta);
 
     int64_t half = hd / 2;
     float *buf = malloc((3 * (size_t)half + (size_t)hd) * sizeof(float));
@@ -346,24 +323,9 @@ static int matmul_rows(const orin_exec *ex, const orin_matmul_args *a, orin_dtyp
 int cpu_matmul(const orin_exec *ex, const orin_matmul_args *a, orin_dtype dt)
 {
     const char *label = "matmul (common)";
-    if (orin_check_exec(label, ex, CPU) ||
-        orin_check_tensor(label, "x", &a->x, CPU, dt, 1, ORIN_MAX_DIMS) ||
-        orin_check_tensor(label, "w", &a->w, CPU, dt, 2, 2) ||
-        orin_check_tensor(label, "y", &a->y, CPU, dt, 1, ORIN_MAX_DIMS) ||
-        orin_check_dim(label, "w", &a->w, 1, a->x.shape[a->x.ndim - 1]) ||
-        orin_check_dim(label, "y", &a->y, -1, a->w.shape[0]) ||
-        orin_check_alias(label, "y", &a->y, "x", &a->x, false) ||
-        orin_check_alias(label, "y", &a->y, "w", &a->w, false))
-        return -1;
-    if (a->bias.data &&
-        (orin_check_tensor(label, "bias", &a->bias, CPU, dt, 1, 1) ||
-         orin_check_dim(label, "bias", &a->bias, 0, a->w.shape[0]) ||
-         orin_check_alias(label, "y", &a->y, "bias", &a->bias, false)))
+    if (orin_check_matmul(label, ex, a, CPU, dt))
         return -1;
     int64_t n = orin_tensor_rows(&a->x), in = a->w.shape[1], out = a->w.shape[0];
-    if (orin_tensor_rows(&a->y) != n)
-        return orin_error_set("%s: y has %lld rows, x has %lld", label,
-                              (long long)orin_tensor_rows(&a->y), (long long)n);
     if (n > INT_MAX || in > INT_MAX || out > INT_MAX)
         return orin_error_set("%s: dimensions beyond what BLAS takes (%lld x %lld x %lld)",
                               label, (long long)n, (long long)in, (long long)out);
@@ -396,14 +358,7 @@ static int elementwise(const orin_exec *ex, const char *label, const char *a_nam
                        const orin_tensor *a, const char *b_name, const orin_tensor *b,
                        const orin_tensor *out, orin_dtype dt, binary_fn fn)
 {
-    if (orin_check_exec(label, ex, CPU) ||
-        orin_check_tensor(label, a_name, a, CPU, dt, 1, ORIN_MAX_DIMS) ||
-        orin_check_tensor(label, b_name, b, CPU, dt, 1, ORIN_MAX_DIMS) ||
-        orin_check_tensor(label, "out", out, CPU, dt, 1, ORIN_MAX_DIMS) ||
-        orin_check_same_shape(label, a_name, a, b_name, b) ||
-        orin_check_same_shape(label, a_name, a, "out", out) ||
-        orin_check_alias(label, "out", out, a_name, a, true) ||
-        orin_check_alias(label, "out", out, b_name, b, true))
+    if (orin_check_binary(label, ex, a_name, a, b_name, b, out, CPU, dt))
         return -1;
 
     float abuf[ELEMENTWISE_CHUNK], bbuf[ELEMENTWISE_CHUNK];
@@ -457,16 +412,9 @@ static int64_t argmax_row(const void *x, orin_dtype dt, int64_t len)
 int cpu_argmax(const orin_exec *ex, const orin_argmax_args *a, orin_dtype dt)
 {
     const char *label = "argmax (common)";
-    if (orin_check_exec(label, ex, CPU) ||
-        orin_check_tensor(label, "x", &a->x, CPU, dt, 2, 2) ||
-        orin_check_tensor(label, "out", &a->out, CPU, ORIN_I32, 1, 1) ||
-        orin_check_dim(label, "out", &a->out, 0, a->x.shape[0]) ||
-        orin_check_alias(label, "out", &a->out, "x", &a->x, false))
+    if (orin_check_argmax(label, ex, a, CPU, dt))
         return -1;
     int64_t n = a->x.shape[0], vocab = a->x.shape[1];
-    if (vocab > INT32_MAX)
-        return orin_error_set("%s: x: %lld columns do not fit an i32 index", label,
-                              (long long)vocab);
     int32_t *out = a->out.data;
     for (int64_t i = 0; i < n; i++)
         out[i] = (int32_t)argmax_row(orin_cpu_elem(a->x.data, dt, i * vocab), dt, vocab);
@@ -478,17 +426,8 @@ int cpu_argmax(const orin_exec *ex, const orin_argmax_args *a, orin_dtype dt)
 int cpu_kv_write(const orin_exec *ex, const orin_kv_write_args *a, orin_dtype dt)
 {
     const char *label = "kv_write (common)";
-    if (orin_check_exec(label, ex, CPU) ||
-        orin_check_tensor(label, "k", &a->k, CPU, dt, 3, 3) ||
-        orin_check_tensor(label, "v", &a->v, CPU, dt, 3, 3) ||
-        orin_check_same_shape(label, "k", &a->k, "v", &a->v) ||
-        orin_check_tensor(label, "positions", &a->positions, CPU, ORIN_I32, 1, 1) ||
-        orin_check_dim(label, "positions", &a->positions, 0, a->k.shape[0]) ||
-        orin_check_kv_view(label, &a->cache, dt, a->k.shape[2]))
+    if (orin_check_kv_write(label, ex, a, CPU, dt))
         return -1;
-    if (a->k.shape[1] != a->cache.n_kv_heads)
-        return orin_error_set("%s: k: %lld heads, the cache has %d", label,
-                              (long long)a->k.shape[1], a->cache.n_kv_heads);
     if (orin_cpu_check_positions(label, &a->positions, a->cache.capacity, "the cache capacity",
                                  NULL))
         return -1;

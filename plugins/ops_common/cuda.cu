@@ -116,13 +116,7 @@ static void launch_embedding(const orin_exec *ex, const orin_embedding_args *a, 
 extern "C" int cuda_embedding(const orin_exec *ex, const orin_embedding_args *a, orin_dtype dt)
 {
     const char *label = "embedding (common)";
-    if (orin_check_exec(label, ex, CUDA) ||
-        orin_check_tensor(label, "table", &a->table, CUDA, dt, 2, 2) ||
-        orin_check_tensor(label, "ids", &a->ids, CUDA, ORIN_I32, 1, 1) ||
-        orin_check_tensor(label, "out", &a->out, CUDA, dt, 2, 2) ||
-        orin_check_dim(label, "out", &a->out, 0, a->ids.shape[0]) ||
-        orin_check_dim(label, "out", &a->out, 1, a->table.shape[1]) ||
-        orin_check_alias(label, "out", &a->out, "table", &a->table, false))
+    if (orin_check_embedding(label, ex, a, CUDA, dt))
         return -1;
     int64_t n = a->ids.shape[0], vocab = a->table.shape[0], d = a->table.shape[1];
     ORIN_CU_DISPATCH(dt, label, T, launch_embedding<T>(ex, a, n, vocab, d));
@@ -252,17 +246,8 @@ static void launch_rmsnorm(const orin_exec *ex, const orin_rmsnorm_args *a, int6
 extern "C" int cuda_rmsnorm(const orin_exec *ex, const orin_rmsnorm_args *a, orin_dtype dt)
 {
     const char *label = "rmsnorm (common)";
-    if (orin_check_exec(label, ex, CUDA) ||
-        orin_check_tensor(label, "x", &a->x, CUDA, dt, 1, ORIN_MAX_DIMS) ||
-        orin_check_tensor(label, "weight", &a->weight, CUDA, dt, 1, 1) ||
-        orin_check_tensor(label, "out", &a->out, CUDA, dt, 1, ORIN_MAX_DIMS) ||
-        orin_check_same_shape(label, "x", &a->x, "out", &a->out) ||
-        orin_check_dim(label, "weight", &a->weight, 0, a->x.shape[a->x.ndim - 1]) ||
-        orin_check_alias(label, "out", &a->out, "x", &a->x, true) ||
-        orin_check_alias(label, "out", &a->out, "weight", &a->weight, false))
+    if (orin_check_rmsnorm(label, ex, a, CUDA, dt))
         return -1;
-    if (!isfinite(a->eps) || a->eps < 0.0f)
-        return orin_error_set("%s: eps %g is not a non-negative number", label, a->eps);
     int64_t dim = a->x.shape[a->x.ndim - 1], rows = orin_tensor_rows(&a->x);
     ORIN_CU_DISPATCH(dt, label, T, launch_rmsnorm<T>(ex, a, rows, dim));
     return orin_cu_launched(label, dt, "%lld rows of %lld", (long long)rows, (long long)dim);
@@ -318,17 +303,9 @@ static void launch_rope(const orin_exec *ex, const orin_rope_args *a, int64_t n,
 extern "C" int cuda_rope(const orin_exec *ex, const orin_rope_args *a, orin_dtype dt)
 {
     const char *label = "rope (common)";
-    if (orin_check_exec(label, ex, CUDA) ||
-        orin_check_tensor(label, "x", &a->x, CUDA, dt, 3, 3) ||
-        orin_check_tensor(label, "positions", &a->positions, CUDA, ORIN_I32, 1, 1) ||
-        orin_check_dim(label, "positions", &a->positions, 0, a->x.shape[0]) ||
-        orin_check_alias(label, "x", &a->x, "positions", &a->positions, false))
+    if (orin_check_rope(label, ex, a, CUDA, dt))
         return -1;
     int64_t n = a->x.shape[0], heads = a->x.shape[1], hd = a->x.shape[2];
-    if (hd % 2 != 0)
-        return orin_error_set("%s: x: head_dim %lld is odd", label, (long long)hd);
-    if (!isfinite(a->theta) || a->theta <= 0.0f)
-        return orin_error_set("%s: theta %g is not a positive number", label, a->theta);
     if (hd > ROPE_MAX_HEAD_DIM || heads * hd > INT_MAX)
         return orin_error_set("%s: x: %lld heads of %lld (cuda runs head_dim up to %d)", label,
                               (long long)heads, (long long)hd, ROPE_MAX_HEAD_DIM);
@@ -404,14 +381,7 @@ static int elementwise(const orin_exec *ex, const char *label, const char *a_nam
                        const orin_tensor *a, const char *b_name, const orin_tensor *b,
                        const orin_tensor *out, orin_dtype dt)
 {
-    if (orin_check_exec(label, ex, CUDA) ||
-        orin_check_tensor(label, a_name, a, CUDA, dt, 1, ORIN_MAX_DIMS) ||
-        orin_check_tensor(label, b_name, b, CUDA, dt, 1, ORIN_MAX_DIMS) ||
-        orin_check_tensor(label, "out", out, CUDA, dt, 1, ORIN_MAX_DIMS) ||
-        orin_check_same_shape(label, a_name, a, b_name, b) ||
-        orin_check_same_shape(label, a_name, a, "out", out) ||
-        orin_check_alias(label, "out", out, a_name, a, true) ||
-        orin_check_alias(label, "out", out, b_name, b, true))
+    if (orin_check_binary(label, ex, a_name, a, b_name, b, out, CUDA, dt))
         return -1;
     int64_t total = orin_tensor_numel(a);
     ORIN_CU_DISPATCH(dt, label, T, launch_binary<T, Fn>(ex, a->data, b->data, out->data, total));
@@ -526,17 +496,9 @@ static void launch_argmax(const orin_exec *ex, const orin_argmax_args *a, int64_
 extern "C" int cuda_argmax(const orin_exec *ex, const orin_argmax_args *a, orin_dtype dt)
 {
     const char *label = "argmax (common)";
-    if (orin_check_exec(label, ex, CUDA) ||
-        orin_check_tensor(label, "x", &a->x, CUDA, dt, 2, 2) ||
-        orin_check_tensor(label, "out", &a->out, CUDA, ORIN_I32, 1, 1) ||
-        orin_check_dim(label, "out", &a->out, 0, a->x.shape[0]) ||
-        orin_check_alias(label, "out", &a->out, "x", &a->x, false))
+    if (orin_check_argmax(label, ex, a, CUDA, dt))
         return -1;
     int64_t rows = a->x.shape[0], len = a->x.shape[1];
-    /* below INT32_MAX: every index fits an i32 and differs from the "nothing" mark */
-    if (len >= INT32_MAX)
-        return orin_error_set("%s: x: %lld columns do not fit an i32 index", label,
-                              (long long)len);
     ORIN_CU_DISPATCH(dt, label, T, launch_argmax<T>(ex, a, rows, len));
     return orin_cu_launched(label, dt, "x [%lld, %lld]", (long long)rows, (long long)len);
 }
@@ -603,17 +565,8 @@ static void launch_kv_write(const orin_exec *ex, const orin_kv_write_args *a, in
 extern "C" int cuda_kv_write(const orin_exec *ex, const orin_kv_write_args *a, orin_dtype dt)
 {
     const char *label = "kv_write (common)";
-    if (orin_check_exec(label, ex, CUDA) ||
-        orin_check_tensor(label, "k", &a->k, CUDA, dt, 3, 3) ||
-        orin_check_tensor(label, "v", &a->v, CUDA, dt, 3, 3) ||
-        orin_check_same_shape(label, "k", &a->k, "v", &a->v) ||
-        orin_check_tensor(label, "positions", &a->positions, CUDA, ORIN_I32, 1, 1) ||
-        orin_check_dim(label, "positions", &a->positions, 0, a->k.shape[0]) ||
-        orin_check_kv_view(label, &a->cache, dt, a->k.shape[2]))
+    if (orin_check_kv_write(label, ex, a, CUDA, dt))
         return -1;
-    if (a->k.shape[1] != a->cache.n_kv_heads)
-        return orin_error_set("%s: k: %lld heads, the cache has %d", label,
-                              (long long)a->k.shape[1], a->cache.n_kv_heads);
     /* n_kv_heads and head_dim are int32 in the view, so these casts are exact */
     int64_t n = a->k.shape[0];
     int heads = (int)a->k.shape[1], hd = (int)a->k.shape[2];

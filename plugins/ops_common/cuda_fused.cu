@@ -453,12 +453,10 @@ __global__ void __launch_bounds__(256)
 extern "C" int cuda_add_rmsnorm(const orin_exec *ex, const orin_add_rmsnorm_args *a, orin_dtype dt)
 {
     const char *label = "add_rmsnorm (common)";
-    if (orin_check_exec(label, ex, CUDA) ||
-        orin_check_tensor(label, "x", &a->x, CUDA, dt, 1, ORIN_MAX_DIMS) ||
-        orin_check_tensor(label, "weight", &a->weight, CUDA, dt, 1, 1) ||
-        orin_check_tensor(label, "out", &a->out, CUDA, dt, 1, ORIN_MAX_DIMS) ||
-        orin_check_same_shape(label, "x", &a->x, "out", &a->out) ||
-        orin_check_dim(label, "weight", &a->weight, 0, a->x.shape[a->x.ndim - 1]) ||
+    /* rmsnorm's call, with out apart from x (x is rewritten first), and the
+     * residual shaped like x and apart from both */
+    const orin_rmsnorm_args norm = {.x = a->x, .weight = a->weight, .out = a->out, .eps = a->eps};
+    if (orin_check_rmsnorm(label, ex, &norm, CUDA, dt) ||
         orin_check_alias(label, "out", &a->out, "x", &a->x, false))
         return -1;
     if (a->residual.data &&
@@ -467,8 +465,6 @@ extern "C" int cuda_add_rmsnorm(const orin_exec *ex, const orin_add_rmsnorm_args
          orin_check_alias(label, "x", &a->x, "residual", &a->residual, false) ||
          orin_check_alias(label, "out", &a->out, "residual", &a->residual, false)))
         return -1;
-    if (!isfinite(a->eps) || a->eps < 0.0f)
-        return orin_error_set("%s: eps %g is not a non-negative number", label, a->eps);
     const int64_t d = a->x.shape[a->x.ndim - 1], rows = orin_tensor_rows(&a->x);
     if (d > INT32_MAX || rows > INT32_MAX)
         return orin_error_set("%s: dimensions beyond 2^31", label);

@@ -331,24 +331,10 @@ extern "C" size_t cuda_matmul_workspace_size(const void *args)
 extern "C" int cuda_matmul(const orin_exec *ex, const orin_matmul_args *a, orin_dtype dt)
 {
     const char *label = "matmul (common)";
-    if (orin_check_exec(label, ex, CUDA) ||
-        orin_check_tensor(label, "x", &a->x, CUDA, dt, 1, ORIN_MAX_DIMS) ||
-        orin_check_tensor(label, "w", &a->w, CUDA, dt, 2, 2) ||
-        orin_check_tensor(label, "y", &a->y, CUDA, dt, 1, ORIN_MAX_DIMS) ||
-        orin_check_dim(label, "w", &a->w, 1, a->x.shape[a->x.ndim - 1]) ||
-        orin_check_dim(label, "y", &a->y, -1, a->w.shape[0]) ||
-        orin_check_alias(label, "y", &a->y, "x", &a->x, false) ||
-        orin_check_alias(label, "y", &a->y, "w", &a->w, false))
+    if (orin_check_matmul(label, ex, a, CUDA, dt))
         return -1;
     const void *bias = a->bias.data;
-    if (bias && (orin_check_tensor(label, "bias", &a->bias, CUDA, dt, 1, 1) ||
-                 orin_check_dim(label, "bias", &a->bias, 0, a->w.shape[0]) ||
-                 orin_check_alias(label, "y", &a->y, "bias", &a->bias, false)))
-        return -1;
     int64_t n = orin_tensor_rows(&a->x), in = a->w.shape[1], out = a->w.shape[0];
-    if (orin_tensor_rows(&a->y) != n)
-        return orin_error_set("%s: y has %lld rows, x has %lld", label,
-                              (long long)orin_tensor_rows(&a->y), (long long)n);
     if (dt != ORIN_F32 && dt != ORIN_F16 && dt != ORIN_BF16)
         return orin_error_set("%s: dtype %s is not supported on cuda", label,
                               orin_dtype_name(dt));

@@ -53,6 +53,37 @@ int orin_check_kv_view(const char *label, const orin_kv_view *kv, orin_dtype dt,
 int orin_check_attention(const char *label, const orin_attention_args *a,
                          orin_device_kind device, orin_dtype dt, bool decode);
 
+/* ---- whole calls ----
+ * Each op's complete argument check, the same on every device, so that the
+ * CPU and CUDA implementations of an op accept exactly the same calls. They
+ * check shapes, dtypes, aliasing and scalars, never tensor contents (ids and
+ * positions may be in device memory; the CPU ops check those after these). */
+
+/* embedding: table [V, d], ids i32 [n], out [n, d], out apart from the table. */
+int orin_check_embedding(const char *label, const orin_exec *ex, const orin_embedding_args *a,
+                         orin_device_kind device, orin_dtype dt);
+/* rmsnorm: x and out alike (out may be x), weight [last dim], eps >= 0. */
+int orin_check_rmsnorm(const char *label, const orin_exec *ex, const orin_rmsnorm_args *a,
+                       orin_device_kind device, orin_dtype dt);
+/* rope: x [n, heads, hd] with hd even, positions i32 [n], theta > 0. */
+int orin_check_rope(const char *label, const orin_exec *ex, const orin_rope_args *a,
+                    orin_device_kind device, orin_dtype dt);
+/* matmul: x [.., in], w [out, in], y [.., out] with x's rows, bias [out] or
+ * none, y apart from x, w and bias. */
+int orin_check_matmul(const char *label, const orin_exec *ex, const orin_matmul_args *a,
+                      orin_device_kind device, orin_dtype dt);
+/* swiglu and add: out = f(a, b) over three tensors of one shape; out may be
+ * a or b exactly. */
+int orin_check_binary(const char *label, const orin_exec *ex, const char *a_name,
+                      const orin_tensor *a, const char *b_name, const orin_tensor *b,
+                      const orin_tensor *out, orin_device_kind device, orin_dtype dt);
+/* argmax: x [rows, V], out i32 [rows], V below 2^31. */
+int orin_check_argmax(const char *label, const orin_exec *ex, const orin_argmax_args *a,
+                      orin_device_kind device, orin_dtype dt);
+/* kv_write: k and v [n, Hkv, hd] with the cache's Hkv and hd, positions i32 [n]. */
+int orin_check_kv_write(const char *label, const orin_exec *ex, const orin_kv_write_args *a,
+                        orin_device_kind device, orin_dtype dt);
+
 #ifdef __cplusplus
 }
 #endif

@@ -178,3 +178,124 @@ int orin_check_attention(const char *label, const orin_attention_args *a,
                               a->max_kv_len, a->cache.capacity);
     return orin_check_alias(label, "out", &a->out, "q", &a->q, false);
 }
+
+/* ---- whole calls ---- */
+
+int orin_check_embedding(const char *label, const orin_exec *ex, const orin_embedding_args *a,
+                         orin_device_kind device, orin_dtype dt)
+{
+    return orin_check_exec(label, ex, device) ||
+                   orin_check_tensor(label, "table", &a->table, device, dt, 2, 2) ||
+                   orin_check_tensor(label, "ids", &a->ids, device, ORIN_I32, 1, 1) ||
+                   orin_check_tensor(label, "out", &a->out, device, dt, 2, 2) ||
+                   orin_check_dim(label, "out", &a->out, 0, a->ids.shape[0]) ||
+                   orin_check_dim(label, "out", &a->out, 1, a->table.shape[1]) ||
+                   orin_check_alias(label, "out", &a->out, "table", &a->table, false)
+               ? -1
+               : 0;
+}
+
+int orin_check_rmsnorm(const char *label, const orin_exec *ex, const orin_rmsnorm_args *a,
+                       orin_device_kind device, orin_dtype dt)
+{
+    if (orin_check_exec(label, ex, device) ||
+        orin_check_tensor(label, "x", &a->x, device, dt, 1, ORIN_MAX_DIMS) ||
+        orin_check_tensor(label, "weight", &a->weight, device, dt, 1, 1) ||
+        orin_check_tensor(label, "out", &a->out, device, dt, 1, ORIN_MAX_DIMS) ||
+        orin_check_same_shape(label, "x", &a->x, "out", &a->out) ||
+        orin_check_dim(label, "weight", &a->weight, 0, a->x.shape[a->x.ndim - 1]) ||
+        orin_check_alias(label, "out", &a->out, "x", &a->x, true) ||
+        orin_check_alias(label, "out", &a->out, "weight", &a->weight, false))
+        return -1;
+    if (!isfinite(a->eps) || a->eps < 0.0f)
+        return orin_error_set("%s: eps %g is not a non-negative number", label, a->eps);
+    return 0;
+}
+
+int orin_check_rope(const char *label, const orin_exec *ex, const orin_rope_args *a,
+                    orin_device_kind device, orin_dtype dt)
+{
+    if (orin_check_exec(label, ex, device) ||
+        orin_check_tensor(label, "x", &a->x, device, dt, 3, 3) ||
+        orin_check_tensor(label, "positions", &a->positions, device, ORIN_I32, 1, 1) ||
+        orin_check_dim(label, "positions", &a->positions, 0, a->x.shape[0]) ||
+        orin_check_alias(label, "x", &a->x, "positions", &a->positions, false))
+        return -1;
+    if (a->x.shape[2] % 2 != 0)
+        return orin_error_set("%s: x: head_dim %lld is odd", label, (long long)a->x.shape[2]);
+    if (!isfinite(a->theta) || a->theta <= 0.0f)
+        return orin_error_set("%s: theta %g is not a positive number", label, a->theta);
+    return 0;
+}
+
+int orin_check_matmul(const char *label, const orin_exec *ex, const orin_matmul_args *a,
+                      orin_device_kind device, orin_dtype dt)
+{
+    if (orin_check_exec(label, ex, device) ||
+        orin_check_tensor(label, "x", &a->x, device, dt, 1, ORIN_MAX_DIMS) ||
+        orin_check_tensor(label, "w", &a->w, device, dt, 2, 2) ||
+        orin_check_tensor(label, "y", &a->y, device, dt, 1, ORIN_MAX_DIMS) ||
+        orin_check_dim(label, "w", &a->w, 1, a->x.shape[a->x.ndim - 1]) ||
+        orin_check_dim(label, "y", &a->y, -1, a->w.shape[0]) ||
+        orin_check_alias(label, "y", &a->y, "x", &a->x, false) ||
+        orin_check_alias(label, "y", &a->y, "w", &a->w, false))
+        return -1;
+    if (a->bias.data &&
+        (orin_check_tensor(label, "bias", &a->bias, device, dt, 1, 1) ||
+         orin_check_dim(label, "bias", &a->bias, 0, a->w.shape[0]) ||
+         orin_check_alias(label, "y", &a->y, "bias", &a->bias, false)))
+        return -1;
+    if (orin_tensor_rows(&a->y) != orin_tensor_rows(&a->x))
+        return orin_error_set("%s: y has %lld rows, x has %lld", label,
+                              (long long)orin_tensor_rows(&a->y),
+                              (long long)orin_tensor_rows(&a->x));
+    return 0;
+}
+
+int orin_check_binary(const char *label, const orin_exec *ex, const char *a_name,
+                      const orin_tensor *a, const char *b_name, const orin_tensor *b,
+                      const orin_tensor *out, orin_device_kind device, orin_dtype dt)
+{
+    return orin_check_exec(label, ex, device) ||
+                   orin_check_tensor(label, a_name, a, device, dt, 1, ORIN_MAX_DIMS) ||
+                   orin_check_tensor(label, b_name, b, device, dt, 1, ORIN_MAX_DIMS) ||
+                   orin_check_tensor(label, "out", out, device, dt, 1, ORIN_MAX_DIMS) ||
+                   orin_check_same_shape(label, a_name, a, b_name, b) ||
+                   orin_check_same_shape(label, a_name, a, "out", out) ||
+                   orin_check_alias(label, "out", out, a_name, a, true) ||
+                   orin_check_alias(label, "out", out, b_name, b, true)
+               ? -1
+               : 0;
+}
+
+int orin_check_argmax(const char *label, const orin_exec *ex, const orin_argmax_args *a,
+                      orin_device_kind device, orin_dtype dt)
+{
+    if (orin_check_exec(label, ex, device) ||
+        orin_check_tensor(label, "x", &a->x, device, dt, 2, 2) ||
+        orin_check_tensor(label, "out", &a->out, device, ORIN_I32, 1, 1) ||
+        orin_check_dim(label, "out", &a->out, 0, a->x.shape[0]) ||
+        orin_check_alias(label, "out", &a->out, "x", &a->x, false))
+        return -1;
+    if (a->x.shape[1] >= INT32_MAX)
+        return orin_error_set("%s: x: %lld columns do not fit an i32 index", label,
+                              (long long)a->x.shape[1]);
+    return 0;
+}
+
+int orin_check_kv_write(const char *label, const orin_exec *ex, const orin_kv_write_args *a,
+                        orin_device_kind device, orin_dtype dt)
+{
+    if (orin_check_exec(label, ex, device) ||
+        orin_check_tensor(label, "k", &a->k, device, dt, 3, 3) ||
+        orin_check_tensor(label, "v", &a->v, device, dt, 3, 3) ||
+        orin_check_same_shape(label, "k", &a->k, "v", &a->v) ||
+        orin_check_tensor(label, "positions", &a->positions, device, ORIN_I32, 1, 1) ||
+        orin_check_dim(label, "positions", &a->positions, 0, a->k.shape[0]) ||
+        orin_check_kv_view(label, &a->cache, dt, a->k.shape[2]))
+        return -1;
+    if (a->k.shape[1] != a->cache.n_kv_heads)
+        return orin_error_set("%s: k: %lld heads, the cache has %d", label,
+                              (long long)a->k.shape[1], a->cache.n_kv_heads);
+    return 0;
+}
