@@ -11,6 +11,7 @@
 #include "orin/cpu_util.h"
 #include "orin/error.h"
 #include "orin/op_check.h"
+#include "orin/sampler.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -94,29 +95,6 @@ size_t cpu_sample_candidates_workspace_size(const void *args)
            max * sizeof(struct sample_entry);
 }
 
-/* orin/sampler.h's steps 1 and 2, as apply_penalties does them: each distinct
- * token of history[0..n) inside the vocabulary once, x / rep when x > 0 else
- * x * rep, then x - presence. `seen` [vocab] is all 0 before and after. */
-static void penalise(float *x, int64_t vocab, const int32_t *history, int32_t n, float rep,
-                     float presence, uint8_t *seen)
-{
-    if (rep == 1.0f && presence == 0.0f)
-        return;
-    for (int32_t i = 0; i < n; i++) {
-        int32_t t = history[i];
-        if (t < 0 || t >= vocab || seen[t])
-            continue;
-        seen[t] = 1;
-        float v = x[t];
-        if (rep != 1.0f)
-            v = v > 0 ? v / rep : v * rep;
-        x[t] = v - presence;
-    }
-    for (int32_t i = 0; i < n; i++)
-        if (history[i] >= 0 && history[i] < vocab)
-            seen[history[i]] = 0;
-}
-
 /* Min-heap of floats: h[0] is the smallest. */
 static void heap_down(float *h, int32_t n, int32_t i)
 {
@@ -197,8 +175,9 @@ int cpu_sample_candidates(const orin_exec *ex, const orin_sample_candidates_args
 
     orin_cpu_load_f32(x, a->logits.data, dt, (size_t)vocab);
     memset(seen, 0, (size_t)vocab);
-    penalise(x, vocab, a->history.data, n_history, a->repetition_penalty, a->presence_penalty,
-             seen);
+    /* the sampler's own steps 1 and 2 (orin/sampler.h) */
+    orin_sampler_penalize(x, (int32_t)vocab, a->history.data, n_history, a->repetition_penalty,
+                          a->presence_penalty, seen);
     float kth = 0.0f;
     bool cut = kth_largest(x, vocab, k, heap, &kth);
 

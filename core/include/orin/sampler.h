@@ -66,6 +66,12 @@ typedef struct orin_sampler orin_sampler;
 orin_sampler *orin_sampler_create(const orin_sampler_params *p);
 void orin_sampler_free(orin_sampler *s);
 
+/* Steps 1 and 2 alone, in place: every distinct token of history[0..n) in
+ * [0, vocab) penalised once. `seen` is vocab bytes of zeros, left zero. Shared
+ * with the sample.candidates op's host implementation. */
+void orin_sampler_penalize(float *logits, int32_t vocab, const int32_t *history, int32_t n,
+                           float repetition, float presence, uint8_t *seen);
+
 /* The parameters the sampler was created with. */
 const orin_sampler_params *orin_sampler_get_params(const orin_sampler *s);
 

@@ -150,26 +150,31 @@ static int reserve(orin_sampler *s, int32_t vocab)
 
 /* ---- steps 1-3 ---- */
 
-/* Repetition and presence penalties, in place, once per distinct token. */
-static void apply_penalties(orin_sampler *s, float *logits, int32_t vocab, const int32_t *history,
-                            int32_t n)
+void orin_sampler_penalize(float *logits, int32_t vocab, const int32_t *history, int32_t n,
+                           float repetition, float presence, uint8_t *seen)
 {
-    float rep = s->p.repetition_penalty, presence = s->p.presence_penalty;
-    if (n <= 0 || (rep == 1.0f && presence == 0.0f))
+    if (n <= 0 || (repetition == 1.0f && presence == 0.0f))
         return;
     for (int32_t i = 0; i < n; i++) {
         int32_t t = history[i];
-        if (t < 0 || t >= vocab || s->seen[t])
+        if (t < 0 || t >= vocab || seen[t])
             continue;
-        s->seen[t] = 1;
+        seen[t] = 1;
         float x = logits[t];
-        if (rep != 1.0f)
-            x = x > 0 ? x / rep : x * rep;
+        if (repetition != 1.0f)
+            x = x > 0 ? x / repetition : x * repetition;
         logits[t] = x - presence;
     }
     for (int32_t i = 0; i < n; i++)
         if (history[i] >= 0 && history[i] < vocab)
-            s->seen[history[i]] = 0;
+            seen[history[i]] = 0;
+}
+
+static void apply_penalties(orin_sampler *s, float *logits, int32_t vocab, const int32_t *history,
+                            int32_t n)
+{
+    orin_sampler_penalize(logits, vocab, history, n, s->p.repetition_penalty,
+                          s->p.presence_penalty, s->seen);
 }
 
 /* The lowest id of the largest logit, NaN skipped; -1 when all are NaN. */
