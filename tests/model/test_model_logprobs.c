@@ -184,6 +184,19 @@ static void compare_sampling(const orin_model_options *opt, const reference *ref
     CHECK(first < 0, "orin_model_sample differs from the host sampler at step %d", first);
 }
 
+/* Frees what main opened; the test's exit code. */
+static int finish(orin_registry *reg, orin_plugin_set *plugins, orin_device *device,
+                  reference *ref)
+{
+    orin_registry_destroy(reg);
+    orin_plugin_set_destroy(plugins);
+    orin_device_close(device);
+    free(ref->ids);
+    free(ref->logprobs);
+    free(ref->argmax);
+    return test_finish();
+}
+
 static void usage(const char *argv0)
 {
     fprintf(stderr, "usage: %s MODEL_DIR REF_JSON BACKEND prefill|decode|greedy|sample [--dtype DT] "
@@ -255,13 +268,7 @@ int main(int argc, char **argv)
             compare_greedy(&opt, &ref);
         else
             compare_sampling(&opt, &ref);
-        orin_registry_destroy(reg);
-        orin_plugin_set_destroy(plugins);
-        orin_device_close(device);
-        free(ref.ids);
-        free(ref.logprobs);
-        free(ref.argmax);
-        return test_finish();
+        return finish(reg, plugins, device, &ref);
     }
     if (orin_model_load(&opt, &m) != 0) {
         fprintf(stderr, "load: %s\n", orin_error());
@@ -310,11 +317,5 @@ int main(int argc, char **argv)
 
     free(logits);
     orin_model_free(m);
-    orin_registry_destroy(reg);
-    orin_plugin_set_destroy(plugins);
-    orin_device_close(device);
-    free(ref.ids);
-    free(ref.logprobs);
-    free(ref.argmax);
-    return test_finish();
+    return finish(reg, plugins, device, &ref);
 }
