@@ -12,6 +12,17 @@ generation_config.json, model-0000N-of-0000M.safetensors shards (at most
 (tokenizer.json, tokenizer_config.json with its chat template) from
 tests/data/tokenizer/qwen3. Byte sizes, memory traffic and FLOPs equal the
 real model's; the text it generates is noise. Needs numpy only.
+
+    python3 bench/make_shaped_model.py --awq 128 qwen3-8b /tmp/qwen3-8b-awq
+
+writes the AWQ int4 folder of that shape instead, laid out as the published
+Qwen AWQ checkpoints are (orin/ops.h, orin_qweight): every linear layer of the
+decoder as qweight I32 [in, out/8], qzeros I32 [in/group, out/8] and scales
+F16 [in/group, out] (random nibbles, scales about 2^-9 so that the weights are
+of the bf16 folder's size), every other tensor F16, config.json with
+quantization_config {bits 4, group_size, quant_method awq, version gemm,
+zero_point true} and torch_dtype float16. The int8 variant needs no folder:
+model.quant = int8 on the bf16 one.
 """
 import argparse
 import json
@@ -66,6 +77,44 @@ def config_json(s):
     return cfg
 
 
+LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+def awq_tensors(shapes, group):
+    """The AWQ folder's tensors: each decoder linear weight [out, in] becomes
+    qweight, qzeros and scales (group -1: one group per row); (name, shape,
+    dtype) in name order."""
+    out = []
+    for name, shape in shapes:
+        module, leaf = name.rsplit(".", 1)
+        if leaf == "weight" and module.rsplit(".", 1)[-1] in LINEARS:
+            o, i = shape
+            g = i if group == -1 else group
+            if i % g or o % 8:
+                sys.exit(f"{module}: [{o}, {i}] does not take AWQ groups of {g}")
+            out += [(module + ".qweight", (i, o // 8), "I32"),
+                    (module + ".qzeros", (i // g, o // 8), "I32"),
+                    (module + ".scales", (i // g, o), "F16")]
+        else:
+            out.append((name, shape, "F16"))
+    return sorted(out)
+
+
+DTYPE_BYTES = {"BF16": 2, "F16": 2, "I32": 4}
+
+
+def random_awq(rng, name, shape, dtype):
+    """Nibbles and zeros: random bits; scales: f16 in [2^-9, 2^-8); F16
+    tensors: norms 1, the rest N(0, 0.02)."""
+    if dtype == "I32":
+        return rng.integers(0, 1 << 32, size=shape, dtype=np.uint32)
+    if name.endswith(".scales"):
+        return rng.integers(0, 1 << 10, size=shape, dtype=np.uint16) | np.uint16(0x1800)
+    if name.endswith("norm.weight"):
+        return np.full(shape, 0x3C00, np.uint16)
+    return (rng.standard_normal(shape, dtype=np.float32) * np.float32(0.02)).astype(np.float16)
+
+
 def tensor_shapes(s):
     """(name, shape) in the order save_pretrained writes them."""
     d, f, hd = s["hidden"], s["inter"], s["head_dim"]
@@ -111,23 +160,29 @@ def random_bf16_fast(rng, name, shape):
     return (bits & np.uint16(0x807F)) | np.uint16(0x3C00)
 
 
-def plan_shards(shapes):
+def nbytes_of(shape, dtype):
+    return DTYPE_BYTES[dtype] * int(np.prod(shape))
+
+
+def plan_shards(tensors):
+    """tensors: (name, shape, dtype)."""
     shards, size = [[]], 0
-    for name, shape in shapes:
-        nbytes = 2 * int(np.prod(shape))
+    for name, shape, dtype in tensors:
+        nbytes = nbytes_of(shape, dtype)
         if shards[-1] and size + nbytes > SHARD_BYTES:
             shards.append([])
             size = 0
-        shards[-1].append((name, shape))
+        shards[-1].append((name, shape, dtype))
         size += nbytes
     return shards
 
 
-def write_shard(path, tensors, rng, make=random_bf16):
+def write_shard(path, tensors, rng, make):
+    """make(rng, name, shape, dtype) -> the tensor's array."""
     header, offset = {"__metadata__": {"format": "pt"}}, 0
-    for name, shape in tensors:
-        nbytes = 2 * int(np.prod(shape))
-        header[name] = {"dtype": "BF16", "shape": list(shape),
+    for name, shape, dtype in tensors:
+        nbytes = nbytes_of(shape, dtype)
+        header[name] = {"dtype": dtype, "shape": list(shape),
                         "data_offsets": [offset, offset + nbytes]}
         offset += nbytes
     blob = json.dumps(header, separators=(",", ":")).encode()
@@ -135,8 +190,8 @@ def write_shard(path, tensors, rng, make=random_bf16):
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(blob)))
         f.write(blob)
-        for name, shape in tensors:
-            f.write(make(rng, name, shape).tobytes())
+        for name, shape, dtype in tensors:
+            f.write(make(rng, name, shape, dtype).tobytes())
 
 
 def main():
@@ -147,6 +202,9 @@ def main():
     ap.add_argument("--list", action="store_true", help="print the shapes and their sizes")
     ap.add_argument("--fast", action="store_true",
                     help="random bit patterns instead of normals (much faster; for speed runs)")
+    ap.add_argument("--awq", type=int, metavar="GROUP",
+                    help="write the AWQ int4 folder of the shape with this group size (128 as "
+                         "Qwen publishes; -1: one group per row)")
     a = ap.parse_args()
     if a.list:
         for k, s in SHAPES.items():
@@ -158,20 +216,33 @@ def main():
     s = SHAPES[a.shape]
     os.makedirs(a.out, exist_ok=True)
     rng = np.random.default_rng(a.seed)
-    shards = plan_shards(tensor_shapes(s))
+    if a.awq is not None:
+        if a.awq < 1 and a.awq != -1:
+            ap.error("--awq GROUP: a positive group size, or -1")
+        tensors_all = awq_tensors(tensor_shapes(s), a.awq)
+        make = random_awq
+    else:
+        tensors_all = [(name, shape, "BF16") for name, shape in tensor_shapes(s)]
+        bf16 = random_bf16_fast if a.fast else random_bf16
+        make = lambda rng, name, shape, dtype: bf16(rng, name, shape)  # noqa: E731
+    shards = plan_shards(tensors_all)
     weight_map, total = {}, 0
     for i, tensors in enumerate(shards):
         fname = f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
-        write_shard(os.path.join(a.out, fname), tensors, rng,
-                    random_bf16_fast if a.fast else random_bf16)
-        for name, shape in tensors:
+        write_shard(os.path.join(a.out, fname), tensors, rng, make)
+        for name, shape, dtype in tensors:
             weight_map[name] = fname
-            total += 2 * int(np.prod(shape))
+            total += nbytes_of(shape, dtype)
         print(f"{a.out}/{fname}: {len(tensors)} tensors", file=sys.stderr)
     with open(os.path.join(a.out, "model.safetensors.index.json"), "w") as f:
         json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f, indent=2)
+    cfg = config_json(s)
+    if a.awq is not None:
+        cfg["torch_dtype"] = "float16"
+        cfg["quantization_config"] = {"bits": 4, "group_size": a.awq, "modules_to_not_convert": None,
+                                      "quant_method": "awq", "version": "gemm", "zero_point": True}
     with open(os.path.join(a.out, "config.json"), "w") as f:
-        json.dump(config_json(s), f, indent=2)
+        json.dump(cfg, f, indent=2)
     with open(os.path.join(a.out, "generation_config.json"), "w") as f:
         json.dump({"bos_token_id": 151643, "eos_token_id": [151645, 151643],
                    "do_sample": True, "temperature": 0.6, "top_k": 20, "top_p": 0.95}, f, indent=2)
@@ -179,7 +250,8 @@ def main():
             open(os.path.join(a.out, "tokenizer.json"), "wb") as dst:
         shutil.copyfileobj(src, dst)
     shutil.copy(os.path.join(TOKENIZER, "tokenizer_config.json"), a.out)
-    print(f"{a.out}: {a.shape}, {total / 2**30:.2f} GiB of random bf16 weights", file=sys.stderr)
+    kind = f"AWQ int4 (group {a.awq})" if a.awq is not None else "bf16"
+    print(f"{a.out}: {a.shape}, {total / 2**30:.2f} GiB of random {kind} weights", file=sys.stderr)
     return 0
 
 

@@ -8,6 +8,7 @@
 #include "orin/sampler.h"
 #include "orin/registry.h"
 #include "orin/model_config.h"
+#include "orin/ops.h"
 
 typedef struct orin_model orin_model;
 
@@ -31,18 +32,31 @@ typedef struct orin_model_options {
     bool cuda_graph;              /* replay the decode step as one device graph where the
                                      device has graphs and every decode op is graph-safe */
     bool fused_ops;               /* use the fused ops (orin/ops.h) the registry has */
+    orin_weight_format quant;     /* ORIN_WEIGHT_INT8: quantize the linear layers of a float
+                                     folder at load (model.quant); a quantized folder (AWQ)
+                                     is used as it is, with a line saying so */
+    bool quant_lm_head;           /* with quant: lm_head too (model.quant_lm_head) */
 } orin_model_options;
 
 int orin_model_load(const orin_model_options *opt, orin_model **out);
 
 /* The ops a model binds (NULL-terminated): a device can run the model when the
- * registry has each of them there. */
+ * registry has each of them there, and orin_model_quant_op's. */
 extern const char *const orin_model_ops[];
+/* The quantized matmul a model of config c needs (quantization_config, or
+ * load_quant = the options' quant), or NULL for float weights. */
+const char *orin_model_quant_op(const orin_model_config *c, orin_weight_format load_quant);
 void orin_model_free(orin_model *m);
 
 const orin_model_config *orin_model_get_config(const orin_model *m);
 int32_t orin_model_context(const orin_model *m);  /* KV cache capacity in tokens */
 size_t orin_model_weight_bytes(const orin_model *m); /* weights on the device */
+/* The weight bytes a decode step reads: all of them but the input embedding
+ * table (one row), unless that table is also the lm_head. */
+size_t orin_model_step_weight_bytes(const orin_model *m);
+/* How the linear layers are stored: "awq4", "int8" (some layers may stay
+ * float: modules_to_not_convert) or "float". */
+const char *orin_model_quant_name(const orin_model *m);
 orin_dtype orin_model_dtype(const orin_model *m);
 orin_device *orin_model_device(const orin_model *m);
 

@@ -14,13 +14,23 @@
  * then logits = rmsnorm(x).Wlm.
  *
  * The model names no plugin: each op is bound through the registry for the
- * model's device and dtype, attention from the provider the user chose. */
+ * model's device and dtype, attention from the provider the user chose.
+ *
+ * Linear layers (q/k/v/o, gate/up/down, and lm_head) are stored in one of the
+ * formats of orin_weight_format: the compute dtype; AWQ int4 as the folder has
+ * it (config.json's quantization_config; the layers of modules_to_not_convert,
+ * the embeddings and lm_head stay float); or int8, quantized at load from a
+ * float folder (model.quant = int8, lm_head too with model.quant_lm_head).
+ * Each runs through the matmul of its format (matmul, matmul.awq4,
+ * matmul.int8); the fused matmul.qkv and matmul.swiglu only where every
+ * weight they take is float. */
 #include "model.h"
 
 #include "orin/error.h"
 #include "orin/graph.h"
 #include "orin/kv_cache.h"
 #include "orin/ops.h"
+#include "orin/quant.h"
 #include "orin/safetensors.h"
 #include "orin/sampler.h"
 
@@ -32,9 +42,18 @@
 #include <string.h>
 #include <unistd.h>
 
+/* A linear layer, y = x . w^T (+ bias): its weight in the compute dtype
+ * (matmul), or packed (matmul.awq4, matmul.int8; orin_qweight in orin/ops.h). */
+typedef struct qwen_linear {
+    orin_weight_format fmt;
+    orin_tensor w;                        /* ORIN_WEIGHT_FLOAT: [out, in] */
+    orin_qweight q;                       /* the quantized formats */
+    orin_tensor bias;                     /* [out], or data NULL */
+} qwen_linear;
+
 typedef struct qwen_layer {
-    orin_tensor attn_norm, q_w, q_b, k_w, k_b, v_w, v_b, o_w, o_b, q_norm, k_norm;
-    orin_tensor mlp_norm, gate_w, up_w, down_w;
+    orin_tensor attn_norm, q_norm, k_norm, mlp_norm;
+    qwen_linear q, k, v, o, gate, up, down;
 } qwen_layer;
 
 /* The ops the model runs, bound once at load. */
@@ -46,6 +65,8 @@ typedef struct qwen_ops {
      * sequence each one stands for. */
     const orin_op_impl *add_rmsnorm, *matmul_qkv, *matmul_swiglu, *rope_kv_write;
     const orin_op_impl *sample;           /* sample.candidates, off the host only */
+    /* The quantized matmuls, bound where a layer is in their format. */
+    const orin_op_impl *matmul_awq4, *matmul_int8;
 } qwen_ops;
 
 /* The candidates sample.candidates may return to the host (a top_k of 20 asks
@@ -78,15 +99,20 @@ struct orin_model {
     orin_dtype dtype;
     int32_t context;
 
-    orin_tensor embed, final_norm, lm_head;
+    orin_tensor embed, final_norm;
+    qwen_linear lm_head;                  /* FLOAT and tied: the embedding table */
     qwen_layer *layers;
+    bool int8;                            /* model.quant = int8 on a float folder */
+    bool int8_lm_head;                    /* ... and model.quant_lm_head */
+    bool uses_format[3];                  /* by orin_weight_format: some layer is in it */
     void **allocs;                        /* every device buffer we own */
     size_t n_allocs, cap_allocs;
 
     qwen_ops op;
     qwen_buffers buf;
     orin_kv_cache *kv;
-    size_t weight_bytes;                  /* of the weights as loaded (compute dtype) */
+    size_t weight_bytes;                  /* of the weights on the device (packed
+                                             formats at their size) */
 
     orin_graph *prefill;                  /* rebuilt per chunk */
     orin_graph *decode;                   /* built once, run every step */
@@ -156,45 +182,224 @@ static int upload_converted(orin_model *m, const orin_st_tensor *src, orin_tenso
     return 0;
 }
 
-/* Finds `name`, checks its shape against what config.json implies and its
- * dtype, then uploads it. */
-static int load_weight(orin_model *m, const orin_st_archive *ar, const char *model_dir,
-                       const char *name, int ndim, const int64_t *dims, orin_tensor *out)
+/* The tensor `name`, its shape checked against what config.json implies;
+ * NULL with the error set when it is missing or shaped otherwise. */
+static const orin_st_tensor *find_shaped(const orin_st_archive *ar, const char *model_dir,
+                                         const char *name, int ndim, const int64_t *dims)
 {
     const orin_st_tensor *st = orin_st_find(ar, name);
-    if (!st)
-        return orin_error_set("%s: missing tensor '%s'", model_dir, name);
+    if (!st) {
+        orin_error_set("%s: missing tensor '%s'", model_dir, name);
+        return NULL;
+    }
     char have[96], want[96];
     bool same = st->ndim == ndim;
     for (int i = 0; same && i < ndim; i++)
         same = st->shape[i] == dims[i];
-    if (!same)
-        return orin_error_set("%s: tensor '%s' has shape %s, config.json implies %s", st->file,
-                              name, orin_shape_str(have, sizeof have, st->ndim, st->shape),
-                              orin_shape_str(want, sizeof want, ndim, dims));
-    if (!st->dtype_known ||
-        (st->dtype != ORIN_F32 && st->dtype != ORIN_F16 && st->dtype != ORIN_BF16))
-        return orin_error_set("%s: tensor '%s' has dtype %s; expected F32, F16 or BF16", st->file,
-                              name, st->dtype_name);
-    return upload_converted(m, st, out);
+    if (!same) {
+        orin_error_set("%s: tensor '%s' has shape %s, config.json implies %s", st->file, name,
+                       orin_shape_str(have, sizeof have, st->ndim, st->shape),
+                       orin_shape_str(want, sizeof want, ndim, dims));
+        return NULL;
+    }
+    return st;
 }
 
-/* One weight of a decoder layer: its name after "model.layers.N.", where it
- * goes, and its shape as config.json implies it. */
-typedef struct layer_weight {
-    const char *suffix;
+/* find_shaped, and a float dtype (F32, F16 or BF16). */
+static const orin_st_tensor *find_float(const orin_st_archive *ar, const char *model_dir,
+                                        const char *name, int ndim, const int64_t *dims)
+{
+    const orin_st_tensor *st = find_shaped(ar, model_dir, name, ndim, dims);
+    if (st && (!st->dtype_known ||
+               (st->dtype != ORIN_F32 && st->dtype != ORIN_F16 && st->dtype != ORIN_BF16))) {
+        orin_error_set("%s: tensor '%s' has dtype %s; expected F32, F16 or BF16", st->file,
+                       name, st->dtype_name);
+        return NULL;
+    }
+    return st;
+}
+
+/* Finds `name`, checks its shape against what config.json implies and its
+ * dtype, then uploads it in the compute dtype. */
+static int load_weight(orin_model *m, const orin_st_archive *ar, const char *model_dir,
+                       const char *name, int ndim, const int64_t *dims, orin_tensor *out)
+{
+    const orin_st_tensor *st = find_float(ar, model_dir, name, ndim, dims);
+    return st ? upload_converted(m, st, out) : -1;
+}
+
+/* A packed tensor (AWQ's i32 words, f16 scales) of dtype dt, copied as it is. */
+static int load_packed(orin_model *m, const orin_st_archive *ar, const char *model_dir,
+                       const char *name, orin_dtype dt, const int64_t dims[2], orin_tensor *out)
+{
+    const orin_st_tensor *st = find_shaped(ar, model_dir, name, 2, dims);
+    if (!st)
+        return -1;
+    if (!st->dtype_known || st->dtype != dt)
+        return orin_error_set("%s: tensor '%s' has dtype %s; expected %s", st->file, name,
+                              st->dtype_name, dt == ORIN_I32 ? "I32" : "F16");
+    if (alloc_tensor(m, out, dt, 2, dims, name) != 0)
+        return -1;
+    m->weight_bytes += orin_tensor_nbytes(out);
+    if (m->dev->ops->copy_h2d(m->dev, out->data, st->data, orin_tensor_nbytes(out)) != 0)
+        return orin_error_prefix("%s: ", name);
+    return 0;
+}
+
+/* name = module.suffix ("model.layers.3.mlp.up_proj" "qweight"). */
+static int tensor_name(char name[192], const char *module, const char *suffix)
+{
+    if ((size_t)snprintf(name, 192, "%s.%s", module, suffix) >= 192)
+        return orin_error_set("%s.%s: tensor name too long", module, suffix);
+    return 0;
+}
+
+/* The input values per scale of a linear layer of `in` inputs stored as fmt:
+ * quantization_config's group_size for AWQ (0: the whole width), 128 (or the
+ * width) for int8. */
+static int32_t group_of(const orin_model *m, orin_weight_format fmt, int64_t in)
+{
+    if (fmt == ORIN_WEIGHT_AWQ4)
+        return m->cfg.quant.group_size ? m->cfg.quant.group_size : (int32_t)in;
+    return orin_int8_group_size(in);
+}
+
+/* An AWQ layer as published: module.qweight, .qzeros and .scales (orin/ops.h). */
+static int load_awq4(orin_model *m, const orin_st_archive *ar, const char *model_dir,
+                     const char *module, int64_t out, int64_t in, orin_qweight *q)
+{
+    char name[192];
+    if (tensor_name(name, module, "qweight") != 0)
+        return -1;
+    const int32_t group = group_of(m, ORIN_WEIGHT_AWQ4, in);
+    if (in % group != 0)
+        return orin_error_set("%s: tensor '%s': quantization_config.group_size = %d does not "
+                              "divide the layer's input width %lld", model_dir, name, group,
+                              (long long)in);
+    if (out % 8 != 0)
+        return orin_error_set("%s: tensor '%s': %lld outputs are not a multiple of 8 (AWQ "
+                              "packs 8 a word)", model_dir, name, (long long)out);
+    const int64_t groups = in / group;
+    const struct {
+        const char *suffix;
+        orin_tensor *dst;
+        orin_dtype dt;
+        int64_t dims[2];
+    } parts[3] = {
+        {"qweight", &q->qweight, ORIN_I32, {in, out / 8}},
+        {"qzeros", &q->zeros, ORIN_I32, {groups, out / 8}},
+        {"scales", &q->scales, ORIN_F16, {groups, out}},
+    };
+    q->group_size = group;
+    for (size_t i = 0; i < 3; i++) {
+        if (tensor_name(name, module, parts[i].suffix) != 0 ||
+            load_packed(m, ar, model_dir, name, parts[i].dt, parts[i].dims, parts[i].dst) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Rows quantized per pass on the host before they are copied over. */
+#define INT8_CHUNK_BYTES ((int64_t)16 << 20)
+
+/* The float weight `name` [out, in], quantized to int8 on the host a chunk of
+ * rows at a time (orin_quantize_int8) and copied to the device. */
+static int load_int8(orin_model *m, const orin_st_archive *ar, const char *model_dir,
+                     const char *name, int64_t out, int64_t in, orin_qweight *q)
+{
+    const int64_t dims[2] = {out, in};
+    const orin_st_tensor *st = find_float(ar, model_dir, name, 2, dims);
+    if (!st)
+        return -1;
+    const int32_t group = orin_int8_group_size(in);
+    const int64_t groups = in / group;
+    const int64_t sdims[2] = {out, groups};
+    q->group_size = group;
+    if (alloc_tensor(m, &q->qweight, ORIN_I8, 2, dims, name) != 0 ||
+        alloc_tensor(m, &q->scales, ORIN_F16, 2, sdims, name) != 0)
+        return -1;
+    m->weight_bytes += orin_tensor_nbytes(&q->qweight) + orin_tensor_nbytes(&q->scales);
+
+    int64_t chunk = INT8_CHUNK_BYTES / in;
+    chunk = chunk < 1 ? 1 : chunk > out ? out : chunk;
+    int8_t *qbuf = malloc((size_t)(chunk * in));
+    uint16_t *sbuf = malloc((size_t)(chunk * groups) * sizeof *sbuf);
+    int rc = qbuf && sbuf ? 0 : orin_error_set("%s: out of memory quantizing to int8", name);
+    const size_t src_size = orin_dtype_size(st->dtype);
+    for (int64_t r0 = 0; rc == 0 && r0 < out; r0 += chunk) {
+        int64_t rows = out - r0 < chunk ? out - r0 : chunk;
+        if (orin_quantize_int8((const char *)st->data + (size_t)(r0 * in) * src_size, st->dtype,
+                               rows, in, group, m->dev->threads, qbuf, sbuf) != 0) {
+            rc = orin_error_prefix("%s: tensor '%s' (rows from %lld): ", st->file, name,
+                                   (long long)r0);
+            break;
+        }
+        if (m->dev->ops->copy_h2d(m->dev, (int8_t *)q->qweight.data + r0 * in, qbuf,
+                                  (size_t)(rows * in)) != 0 ||
+            m->dev->ops->copy_h2d(m->dev, (uint16_t *)q->scales.data + r0 * groups, sbuf,
+                                  (size_t)(rows * groups) * sizeof *sbuf) != 0)
+            rc = orin_error_prefix("%s: ", name);
+    }
+    free(qbuf);
+    free(sbuf);
+    return rc;
+}
+
+/* A linear layer in its format, and its bias. */
+static int load_linear(orin_model *m, const orin_st_archive *ar, const char *model_dir,
+                       const char *module, int64_t out, int64_t in, bool bias, qwen_linear *L)
+{
+    char name[192];
+    const int64_t dims[2] = {out, in};
+    if (tensor_name(name, module, "weight") != 0)
+        return -1;
+    int rc = L->fmt == ORIN_WEIGHT_AWQ4   ? load_awq4(m, ar, model_dir, module, out, in, &L->q)
+             : L->fmt == ORIN_WEIGHT_INT8 ? load_int8(m, ar, model_dir, name, out, in, &L->q)
+                                          : load_weight(m, ar, model_dir, name, 2, dims, &L->w);
+    if (rc == 0 && bias)
+        rc = tensor_name(name, module, "bias") != 0 ||
+                     load_weight(m, ar, model_dir, name, 1, &out, &L->bias) != 0
+                 ? -1
+                 : 0;
+    return rc;
+}
+
+/* Device bytes of a linear layer of out x in stored as fmt, its bias included. */
+static double linear_bytes(const orin_model *m, orin_weight_format fmt, int64_t out, int64_t in,
+                           bool bias)
+{
+    const double dsize = (double)orin_dtype_size(m->dtype);
+    const double groups = fmt == ORIN_WEIGHT_FLOAT ? 0 : (double)in / group_of(m, fmt, in);
+    const double o = (double)out, i = (double)in;
+    double bytes = bias ? o * dsize : 0;
+    if (fmt == ORIN_WEIGHT_AWQ4) /* nibbles, zeros (nibbles too), f16 scales */
+        return bytes + o * i / 2 + groups * o / 2 + groups * o * 2;
+    if (fmt == ORIN_WEIGHT_INT8) /* bytes, f16 scales */
+        return bytes + o * i + o * groups * 2;
+    return bytes + o * i * dsize;
+}
+
+/* The linear layers and the norms of a decoder layer: their names after
+ * "model.layers.N.", where they go, and their shapes as config.json implies
+ * them; the one list that the formats, the memory plan and the loader walk. */
+typedef struct layer_linear {
+    const char *module;
+    qwen_linear *dst;
+    int64_t out, in;
+    bool bias;
+} layer_linear;
+
+typedef struct layer_norm {
+    const char *name;
     orin_tensor *dst;
-    int ndim;
-    int64_t dims[2];
+    int64_t dim;
     bool present;
-} layer_weight;
+} layer_norm;
 
-enum { LAYER_WEIGHTS = 15 };
+enum { LAYER_LINEARS = 7, LAYER_NORMS = 4 };
 
-/* The weights of one layer (into L), those config.json says are absent
- * flagged so; the one list both the memory plan and the loader walk. */
-static void layer_weights(const orin_model_config *c, qwen_layer *L,
-                          layer_weight out[LAYER_WEIGHTS])
+static void layer_linears(const orin_model_config *c, qwen_layer *L,
+                          layer_linear out[LAYER_LINEARS])
 {
     const int64_t d = c->hidden_size, f = c->intermediate_size, hd = c->head_dim;
     const int64_t qd = (int64_t)c->num_attention_heads * hd;
@@ -202,57 +407,104 @@ static void layer_weights(const orin_model_config *c, qwen_layer *L,
     const bool qkv_bias = c->attention_bias;
     /* Qwen2 never biases o_proj; Qwen3 biases all four when attention_bias. */
     const bool o_bias = c->attention_bias && c->arch == ORIN_ARCH_QWEN3;
-    const layer_weight table[LAYER_WEIGHTS] = {
-        {"input_layernorm.weight", &L->attn_norm, 1, {d}, true},
-        {"self_attn.q_proj.weight", &L->q_w, 2, {qd, d}, true},
-        {"self_attn.q_proj.bias", &L->q_b, 1, {qd}, qkv_bias},
-        {"self_attn.k_proj.weight", &L->k_w, 2, {kvd, d}, true},
-        {"self_attn.k_proj.bias", &L->k_b, 1, {kvd}, qkv_bias},
-        {"self_attn.v_proj.weight", &L->v_w, 2, {kvd, d}, true},
-        {"self_attn.v_proj.bias", &L->v_b, 1, {kvd}, qkv_bias},
-        {"self_attn.o_proj.weight", &L->o_w, 2, {d, qd}, true},
-        {"self_attn.o_proj.bias", &L->o_b, 1, {d}, o_bias},
-        {"self_attn.q_norm.weight", &L->q_norm, 1, {hd}, c->qk_norm},
-        {"self_attn.k_norm.weight", &L->k_norm, 1, {hd}, c->qk_norm},
-        {"post_attention_layernorm.weight", &L->mlp_norm, 1, {d}, true},
-        {"mlp.gate_proj.weight", &L->gate_w, 2, {f, d}, true},
-        {"mlp.up_proj.weight", &L->up_w, 2, {f, d}, true},
-        {"mlp.down_proj.weight", &L->down_w, 2, {d, f}, true},
+    const layer_linear table[LAYER_LINEARS] = {
+        {"self_attn.q_proj", &L->q, qd, d, qkv_bias},
+        {"self_attn.k_proj", &L->k, kvd, d, qkv_bias},
+        {"self_attn.v_proj", &L->v, kvd, d, qkv_bias},
+        {"self_attn.o_proj", &L->o, d, qd, o_bias},
+        {"mlp.gate_proj", &L->gate, f, d, false},
+        {"mlp.up_proj", &L->up, f, d, false},
+        {"mlp.down_proj", &L->down, d, f, false},
     };
     memcpy(out, table, sizeof table);
+}
+
+static void layer_norms(const orin_model_config *c, qwen_layer *L, layer_norm out[LAYER_NORMS])
+{
+    const layer_norm table[LAYER_NORMS] = {
+        {"input_layernorm.weight", &L->attn_norm, c->hidden_size, true},
+        {"self_attn.q_norm.weight", &L->q_norm, c->head_dim, c->qk_norm},
+        {"self_attn.k_norm.weight", &L->k_norm, c->head_dim, c->qk_norm},
+        {"post_attention_layernorm.weight", &L->mlp_norm, c->hidden_size, true},
+    };
+    memcpy(out, table, sizeof table);
+}
+
+/* The format a linear layer (its full module name) is stored in on the
+ * device: the folder's (AWQ where quantization_config covers the layer), else
+ * int8 where model.quant = int8 asks for it, else the compute dtype. */
+static orin_weight_format layer_format(const orin_model *m, const char *module)
+{
+    if (m->cfg.quant.method == ORIN_QUANT_AWQ)
+        return orin_quant_covers(&m->cfg.quant, module) ? ORIN_WEIGHT_AWQ4 : ORIN_WEIGHT_FLOAT;
+    return m->int8 ? ORIN_WEIGHT_INT8 : ORIN_WEIGHT_FLOAT;
+}
+
+/* Decides every linear layer's format before anything is bound or loaded
+ * (the ops to bind and the memory plan depend on them). */
+static void assign_formats(orin_model *m)
+{
+    for (int32_t i = 0; i < m->cfg.num_hidden_layers; i++) {
+        layer_linear table[LAYER_LINEARS];
+        layer_linears(&m->cfg, &m->layers[i], table);
+        for (size_t t = 0; t < LAYER_LINEARS; t++) {
+            char module[160];
+            snprintf(module, sizeof module, "model.layers.%d.%s", i, table[t].module);
+            table[t].dst->fmt = layer_format(m, module);
+            m->uses_format[table[t].dst->fmt] = true;
+        }
+    }
+    m->lm_head.fmt = m->int8 && m->int8_lm_head ? ORIN_WEIGHT_INT8 : ORIN_WEIGHT_FLOAT;
+    m->uses_format[m->lm_head.fmt] = true;
 }
 
 static int load_layer(orin_model *m, const orin_st_archive *ar, const char *dir, int32_t i,
                       qwen_layer *L)
 {
-    layer_weight table[LAYER_WEIGHTS];
-    layer_weights(&m->cfg, L, table);
-    for (size_t t = 0; t < LAYER_WEIGHTS; t++) {
-        memset(table[t].dst, 0, sizeof *table[t].dst); /* absent: data NULL */
-        if (!table[t].present)
+    layer_norm norms[LAYER_NORMS];
+    layer_linear linears[LAYER_LINEARS];
+    layer_norms(&m->cfg, L, norms);
+    layer_linears(&m->cfg, L, linears);
+    char name[192];
+    for (size_t t = 0; t < LAYER_NORMS; t++) {
+        memset(norms[t].dst, 0, sizeof *norms[t].dst); /* absent: data NULL */
+        if (!norms[t].present)
             continue;
-        char name[160];
-        snprintf(name, sizeof name, "model.layers.%d.%s", i, table[t].suffix);
-        if (load_weight(m, ar, dir, name, table[t].ndim, table[t].dims, table[t].dst) != 0)
+        snprintf(name, sizeof name, "model.layers.%d.%s", i, norms[t].name);
+        if (load_weight(m, ar, dir, name, 1, &norms[t].dim, norms[t].dst) != 0)
+            return -1;
+    }
+    for (size_t t = 0; t < LAYER_LINEARS; t++) {
+        snprintf(name, sizeof name, "model.layers.%d.%s", i, linears[t].module);
+        if (load_linear(m, ar, dir, name, linears[t].out, linears[t].in, linears[t].bias,
+                        linears[t].dst) != 0)
             return -1;
     }
     return 0;
 }
 
-/* Bytes the weights take on the device in the compute dtype. */
+/* Bytes the weights take on the device: the compute dtype, or the packed
+ * formats at their size. */
 static double weight_bytes_planned(const orin_model *m)
 {
     const orin_model_config *c = &m->cfg;
-    qwen_layer scratch;
-    layer_weight table[LAYER_WEIGHTS];
-    layer_weights(c, &scratch, table);
-    double per_layer = 0;
-    for (size_t t = 0; t < LAYER_WEIGHTS; t++)
-        if (table[t].present)
-            per_layer += (double)table[t].dims[0] * (table[t].ndim == 2 ? table[t].dims[1] : 1);
-    double embeddings = (double)c->vocab_size * c->hidden_size * (c->tie_word_embeddings ? 1 : 2);
-    double elems = per_layer * c->num_hidden_layers + embeddings + c->hidden_size;
-    return elems * (double)orin_dtype_size(m->dtype);
+    const double dsize = (double)orin_dtype_size(m->dtype);
+    const int64_t V = c->vocab_size, d = c->hidden_size;
+    double bytes = 0;
+    for (int32_t i = 0; i < c->num_hidden_layers; i++) {
+        layer_norm norms[LAYER_NORMS];
+        layer_linear linears[LAYER_LINEARS];
+        layer_norms(c, &m->layers[i], norms);
+        layer_linears(c, &m->layers[i], linears);
+        for (size_t t = 0; t < LAYER_NORMS; t++)
+            bytes += norms[t].present ? (double)norms[t].dim * dsize : 0;
+        for (size_t t = 0; t < LAYER_LINEARS; t++)
+            bytes += linear_bytes(m, linears[t].dst->fmt, linears[t].out, linears[t].in,
+                                  linears[t].bias);
+    }
+    const bool head_is_embed = c->tie_word_embeddings && m->lm_head.fmt == ORIN_WEIGHT_FLOAT;
+    bytes += (double)V * d * dsize + (double)d * dsize; /* embeddings, final norm */
+    return bytes + (head_is_embed ? 0 : linear_bytes(m, m->lm_head.fmt, V, d, false));
 }
 
 /* Weights of a layer config.json does not have: the config belongs to another
@@ -281,6 +533,22 @@ static void show_progress(bool on, int32_t done, int32_t total)
     fflush(stderr);
 }
 
+/* lm_head: the input embedding when tied (a quantized lm_head is then its own
+ * int8 copy of the table), else lm_head.weight. */
+static int load_lm_head(orin_model *m, const orin_st_archive *ar, const char *dir)
+{
+    const orin_model_config *c = &m->cfg;
+    const int64_t vd[2] = {c->vocab_size, c->hidden_size};
+    const char *name = c->tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
+    if (m->lm_head.fmt == ORIN_WEIGHT_INT8)
+        return load_int8(m, ar, dir, name, vd[0], vd[1], &m->lm_head.q);
+    if (c->tie_word_embeddings) {
+        m->lm_head.w = m->embed;
+        return 0;
+    }
+    return load_weight(m, ar, dir, name, 2, vd, &m->lm_head.w);
+}
+
 static int load_weights(orin_model *m, const char *dir, bool progress)
 {
     orin_st_archive *ar = NULL;
@@ -294,12 +562,8 @@ static int load_weights(orin_model *m, const char *dir, bool progress)
         rc = load_weight(m, ar, dir, "model.embed_tokens.weight", 2, vd, &m->embed);
     if (rc == 0)
         rc = load_weight(m, ar, dir, "model.norm.weight", 1, nd, &m->final_norm);
-    if (rc == 0) {
-        if (c->tie_word_embeddings)
-            m->lm_head = m->embed;
-        else
-            rc = load_weight(m, ar, dir, "lm_head.weight", 2, vd, &m->lm_head);
-    }
+    if (rc == 0)
+        rc = load_lm_head(m, ar, dir);
     for (int32_t i = 0; rc == 0 && i < c->num_hidden_layers; i++) {
         rc = load_layer(m, ar, dir, i, &m->layers[i]);
         show_progress(progress && rc == 0, i + 1, c->num_hidden_layers);
@@ -387,6 +651,32 @@ static void bind_sampling(orin_model *m, const orin_model_options *opt)
     orin_error_clear();
 }
 
+/* The quantized matmul of each format some layer is stored in. A device
+ * whose plugins lack it fails here, at load, with the registry's line. */
+static int bind_quant_ops(orin_model *m, const orin_model_options *opt)
+{
+    const struct {
+        orin_weight_format fmt;
+        const char *op;
+        const orin_op_impl **dst;
+        const char *why;
+    } table[] = {
+        {ORIN_WEIGHT_AWQ4, ORIN_OP_MATMUL_AWQ4, &m->op.matmul_awq4,
+         "AWQ int4 weights (config.json's quantization_config)"},
+        {ORIN_WEIGHT_INT8, ORIN_OP_MATMUL_INT8, &m->op.matmul_int8, "model.quant = int8"},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        if (!m->uses_format[table[i].fmt])
+            continue;
+        orin_bind_request req = {.op = table[i].op, .device = m->dev->kind, .dtype = m->dtype,
+                                 .strict = opt->strict};
+        *table[i].dst = orin_registry_bind(opt->registry, &req);
+        if (!*table[i].dst)
+            return orin_error_prefix("%s: ", table[i].why);
+    }
+    return 0;
+}
+
 static int bind_ops(orin_model *m, const orin_model_options *opt)
 {
     const orin_attention_args probe = attention_probe(m, 1, m->context);
@@ -419,6 +709,8 @@ static int bind_ops(orin_model *m, const orin_model_options *opt)
         if (!*table[i].dst)
             return -1;
     }
+    if (bind_quant_ops(m, opt) != 0)
+        return -1;
     if (m->dev->kind != ORIN_DEVICE_CPU)
         bind_sampling(m, opt);
     return opt->fused_ops ? bind_fused_ops(m, opt) : 0;
@@ -527,6 +819,18 @@ static double workspace_planned(const orin_model *m, int32_t rows, int32_t kv_le
         need = got;
     if (m->op.matmul->workspace_size && (got = m->op.matmul->workspace_size(&mm)) > need)
         need = got;
+    /* the quantized matmuls, probed with the widest layer shapes */
+    const int64_t in = c->intermediate_size > c->hidden_size ? c->intermediate_size
+                                                              : c->hidden_size;
+    const int64_t qi[2] = {rows, in}, qo[2] = {rows, c->vocab_size > in ? c->vocab_size : in};
+    orin_matmul_quant_args qm = {
+        .x = orin_tensor_make(NULL, m->dtype, m->dev->kind, 2, qi),
+        .y = orin_tensor_make(NULL, m->dtype, m->dev->kind, 2, qo),
+    };
+    const orin_op_impl *quant[2] = {m->op.matmul_awq4, m->op.matmul_int8};
+    for (int i = 0; i < 2; i++)
+        if (quant[i] && quant[i]->workspace_size && (got = quant[i]->workspace_size(&qm)) > need)
+            need = got;
     return (double)need;
 }
 
@@ -639,13 +943,18 @@ static double bytes_of(int count, ...)
     ADD_NODE_BYTES(B, IMPL, ARGS, WHAT,                                                   \
                    ((orin_node_bytes){.fixed = bytes_of(__VA_ARGS__)}))
 
-static void add_matmul(orin_model *m, graph_builder *b, orin_tensor x, const orin_tensor *w,
-                       const orin_tensor *bias, orin_tensor y, const char *what)
+/* y = x . w^T (+ bias) by the matmul of the layer's format. */
+static void add_matmul(orin_model *m, graph_builder *b, orin_tensor x, const qwen_linear *L,
+                       orin_tensor y, const char *what)
 {
-    orin_matmul_args a = {.x = x, .w = *w, .y = y};
-    if (bias && bias->data)
-        a.bias = *bias;
-    ADD_NODE(b, m->op.matmul, a, what, 4, &a.x, &a.w, &a.bias, &a.y);
+    if (L->fmt == ORIN_WEIGHT_FLOAT) {
+        orin_matmul_args a = {.x = x, .w = L->w, .bias = L->bias, .y = y};
+        ADD_NODE(b, m->op.matmul, a, what, 4, &a.x, &a.w, &a.bias, &a.y);
+        return;
+    }
+    orin_matmul_quant_args a = {.x = x, .w = L->q, .bias = L->bias, .y = y};
+    const orin_op_impl *impl = L->fmt == ORIN_WEIGHT_AWQ4 ? m->op.matmul_awq4 : m->op.matmul_int8;
+    ADD_NODE(b, impl, a, what, 6, &a.x, &a.w.qweight, &a.w.zeros, &a.w.scales, &a.bias, &a.y);
 }
 
 static void add_rmsnorm(orin_model *m, graph_builder *b, orin_tensor x, const orin_tensor *w,
@@ -681,20 +990,22 @@ static void add_qkv(orin_model *m, graph_builder *b, const qwen_layer *L, orin_t
                     int64_t n)
 {
     qwen_buffers *bf = &m->buf;
-    if (m->op.matmul_qkv) {
+    const bool all_float = L->q.fmt == ORIN_WEIGHT_FLOAT && L->k.fmt == ORIN_WEIGHT_FLOAT &&
+                           L->v.fmt == ORIN_WEIGHT_FLOAT;
+    if (m->op.matmul_qkv && all_float) {
         orin_matmul_qkv_args a = {
             .x = h,
-            .w = {L->q_w, L->k_w, L->v_w},
-            .bias = {L->q_b, L->k_b, L->v_b},
+            .w = {L->q.w, L->k.w, L->v.w},
+            .bias = {L->q.bias, L->k.bias, L->v.bias},
             .y = {rows2(&bf->q, 0, n), rows2(&bf->k, 0, n), rows2(&bf->v, 0, n)},
         };
         ADD_NODE(b, m->op.matmul_qkv, a, "qkv_proj", 10, &a.x, &a.w[0], &a.w[1], &a.w[2],
                  &a.bias[0], &a.bias[1], &a.bias[2], &a.y[0], &a.y[1], &a.y[2]);
         return;
     }
-    add_matmul(m, b, h, &L->q_w, &L->q_b, rows2(&bf->q, 0, n), "q_proj");
-    add_matmul(m, b, h, &L->k_w, &L->k_b, rows2(&bf->k, 0, n), "k_proj");
-    add_matmul(m, b, h, &L->v_w, &L->v_b, rows2(&bf->v, 0, n), "v_proj");
+    add_matmul(m, b, h, &L->q, rows2(&bf->q, 0, n), "q_proj");
+    add_matmul(m, b, h, &L->k, rows2(&bf->k, 0, n), "k_proj");
+    add_matmul(m, b, h, &L->v, rows2(&bf->v, 0, n), "v_proj");
 }
 
 /* [Qwen3] q/k norms, RoPE on q and k, k and v into the cache. */
@@ -766,7 +1077,7 @@ static void add_attention_block(orin_model *m, graph_builder *b, int32_t l, int6
         .per_position = 2.0 * (double)(Hkv * hd) * (double)orin_dtype_size(m->dtype),
     };
     ADD_NODE_BYTES(b, decode ? m->op.attn_decode : m->op.attn_prefill, at, "attention", at_bytes);
-    add_matmul(m, b, rows2(&bf->attn, 0, n), &L->o_w, &L->o_b, o, "o_proj");
+    add_matmul(m, b, rows2(&bf->attn, 0, n), &L->o, o, "o_proj");
 }
 
 /* The MLP half of layer l, its norm adding the attention output to x first.
@@ -780,17 +1091,18 @@ static bool add_mlp_block(orin_model *m, graph_builder *b, int32_t l, int64_t n)
     orin_tensor gate = rows2(&bf->gate, 0, n), up = rows2(&bf->up, 0, n);
 
     add_residual_norm(m, b, x, &o, &L->mlp_norm, h, "post_attention_layernorm");
-    if (m->op.matmul_swiglu) {
-        orin_matmul_swiglu_args a = {.x = h, .w_gate = L->gate_w, .w_up = L->up_w, .out = gate};
+    if (m->op.matmul_swiglu && L->gate.fmt == ORIN_WEIGHT_FLOAT &&
+        L->up.fmt == ORIN_WEIGHT_FLOAT) {
+        orin_matmul_swiglu_args a = {.x = h, .w_gate = L->gate.w, .w_up = L->up.w, .out = gate};
         ADD_NODE(b, m->op.matmul_swiglu, a, "gate_up_swiglu", 4, &a.x, &a.w_gate, &a.w_up,
                  &a.out);
     } else {
-        add_matmul(m, b, h, &L->gate_w, NULL, gate, "gate_proj");
-        add_matmul(m, b, h, &L->up_w, NULL, up, "up_proj");
+        add_matmul(m, b, h, &L->gate, gate, "gate_proj");
+        add_matmul(m, b, h, &L->up, up, "up_proj");
         orin_swiglu_args sw = {.gate = gate, .up = up, .out = gate};
         ADD_NODE(b, m->op.swiglu, sw, "swiglu", 3, &sw.gate, &sw.up, &sw.out);
     }
-    add_matmul(m, b, gate, &L->down_w, NULL, o, "down_proj");
+    add_matmul(m, b, gate, &L->down, o, "down_proj");
     if (m->op.add_rmsnorm)
         return true;
     orin_add_args res = {.a = x, .b = o, .out = x};
@@ -827,7 +1139,7 @@ static int build_graph(orin_model *m, orin_graph *g, int64_t n, bool decode, int
         orin_tensor o_rows = rows2(&bf->o, first, logits_rows);
         add_residual_norm(m, &b, rows2(&bf->x, first, logits_rows), pending ? &o_rows : NULL,
                           &m->final_norm, h, "norm");
-        add_matmul(m, &b, h, &m->lm_head, NULL, rows2(&bf->logits, 0, logits_rows), "lm_head");
+        add_matmul(m, &b, h, &m->lm_head, rows2(&bf->logits, 0, logits_rows), "lm_head");
     }
     if (b.rc != 0)
         return -1;
@@ -955,6 +1267,22 @@ static int32_t choose_context(const orin_model_options *opt, const orin_model_co
     return ctx;
 }
 
+/* model.quant: int8 at load on a float folder; a folder that is already
+ * quantized is used as it is, with a line saying so. */
+static int choose_quant(orin_model *m, const orin_model_options *opt)
+{
+    if (opt->quant != ORIN_WEIGHT_FLOAT && opt->quant != ORIN_WEIGHT_INT8)
+        return orin_error_set("model.quant: only int8 is quantized at load");
+    m->int8 = opt->quant == ORIN_WEIGHT_INT8;
+    if (m->int8 && m->cfg.quant.method != ORIN_QUANT_NONE) {
+        orin_log(ORIN_LOG_WARN, "model.quant = int8 ignored: %s is already quantized (AWQ "
+                 "int4, config.json's quantization_config)", opt->path);
+        m->int8 = false;
+    }
+    m->int8_lm_head = m->int8 && opt->quant_lm_head;
+    return 0;
+}
+
 int orin_model_load(const orin_model_options *opt, orin_model **out)
 {
     *out = NULL;
@@ -966,7 +1294,7 @@ int orin_model_load(const orin_model_options *opt, orin_model **out)
         return orin_error_set("out of memory");
     m->dev = opt->device;
     m->dtype = opt->dtype;
-    if (orin_model_config_load(opt->path, &m->cfg) != 0)
+    if (orin_model_config_load(opt->path, &m->cfg) != 0 || choose_quant(m, opt) != 0)
         goto fail;
     m->context = choose_context(opt, &m->cfg);
     m->layers = calloc((size_t)m->cfg.num_hidden_layers, sizeof *m->layers);
@@ -975,6 +1303,7 @@ int orin_model_load(const orin_model_options *opt, orin_model **out)
                        "table", opt->path, m->cfg.num_hidden_layers);
         goto fail;
     }
+    assign_formats(m);
     int32_t chunk = opt->prefill_chunk > 0 ? opt->prefill_chunk : 512;
     if (chunk > m->context)
         chunk = m->context;
@@ -1024,6 +1353,27 @@ int32_t orin_model_context(const orin_model *m)
 size_t orin_model_weight_bytes(const orin_model *m)
 {
     return m->weight_bytes;
+}
+
+size_t orin_model_step_weight_bytes(const orin_model *m)
+{
+    const bool head_is_embed = m->lm_head.fmt == ORIN_WEIGHT_FLOAT &&
+                               m->lm_head.w.data == m->embed.data;
+    return m->weight_bytes - (head_is_embed ? 0 : orin_tensor_nbytes(&m->embed));
+}
+
+const char *orin_model_quant_name(const orin_model *m)
+{
+    return m->uses_format[ORIN_WEIGHT_AWQ4]   ? "awq4"
+           : m->uses_format[ORIN_WEIGHT_INT8] ? "int8"
+                                              : "float";
+}
+
+const char *orin_model_quant_op(const orin_model_config *c, orin_weight_format load_quant)
+{
+    if (c->quant.method == ORIN_QUANT_AWQ)
+        return ORIN_OP_MATMUL_AWQ4;
+    return load_quant == ORIN_WEIGHT_INT8 ? ORIN_OP_MATMUL_INT8 : NULL;
 }
 
 orin_dtype orin_model_dtype(const orin_model *m)

@@ -567,6 +567,12 @@ def numpy_logprobs(folder, ids):
     for name in sorted(os.listdir(folder)):
         if name.endswith(".safetensors"):
             w.update({k: v.to(torch.float64).numpy() for k, v in load_file(os.path.join(folder, name)).items()})
+    return numpy_forward_logprobs(cfg, w, ids)
+
+
+def numpy_forward_logprobs(cfg, w, ids):
+    """numpy_logprobs' forward over config.json's dict and float64 weights
+    {name: array} (scripts/gen_quant_models.py runs it on dequantized ones)."""
     hidden, heads, kv_heads = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
     head_dim = cfg.get("head_dim") or hidden // heads
     theta = cfg["rope_parameters"]["rope_theta"] if "rope_parameters" in cfg else cfg["rope_theta"]

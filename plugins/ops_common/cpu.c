@@ -32,8 +32,8 @@
  *    W * in + X * W + W floats per thread (1.06 MiB for in = 4096), X being
  *    min(n, MATMUL_X_ROWS); with n <= MATMUL_X_ROWS each row of w is converted
  *    once. */
-#define MATMUL_X_ROWS 256
-#define MATMUL_W_ROWS 64
+#define MATMUL_X_ROWS CPU_MATMUL_X_ROWS
+#define MATMUL_W_ROWS CPU_MATMUL_W_ROWS
 
 /* ---- embedding ---- */
 
@@ -160,14 +160,14 @@ int cpu_rope(const orin_exec *ex, const orin_rope_args *a, orin_dtype dt)
 
 /* OpenBLAS runs one thread (see above); it is told so before the first matmul,
  * and again only if something else changed it since. */
-static void blas_single_thread(void)
+void cpu_blas_single_thread(void)
 {
     if (openblas_get_num_threads() != 1)
         openblas_set_num_threads(1);
 }
 
 /* Threads for a job of `tiles` tiles of w: runtime.threads, no more than tiles. */
-static int w_tile_workers(const orin_exec *ex, int64_t tiles)
+int cpu_w_tile_workers(const orin_exec *ex, int64_t tiles)
 {
     int threads = orin_cpu_threads(ex->device);
     return tiles < threads ? (int)tiles : threads;
@@ -225,7 +225,7 @@ static int matvec(const orin_exec *ex, const orin_matmul_args *a, orin_dtype dt,
         orin_cpu_load_f32(converted, a->x.data, dt, (size_t)in);
         job.x = converted;
     }
-    int rc = orin_cpu_parallel_for(w_tile_workers(ex, w_tiles), w_tiles, matvec_w_tile, &job);
+    int rc = orin_cpu_parallel_for(cpu_w_tile_workers(ex, w_tiles), w_tiles, matvec_w_tile, &job);
     free(converted);
     return rc;
 }
@@ -288,7 +288,7 @@ static int matmul_rows(const orin_exec *ex, const orin_matmul_args *a, orin_dtyp
                        int64_t in, int64_t out)
 {
     int64_t w_tiles = (out + MATMUL_W_ROWS - 1) / MATMUL_W_ROWS;
-    int workers = w_tile_workers(ex, w_tiles);
+    int workers = cpu_w_tile_workers(ex, w_tiles);
     int x_rows = n < MATMUL_X_ROWS ? (int)n : MATMUL_X_ROWS;
     struct matmul_job job = {.a = a, .dt = dt, .in = in, .out = out, .x_rows = x_rows};
     float *buf = NULL;
@@ -330,7 +330,7 @@ int cpu_matmul(const orin_exec *ex, const orin_matmul_args *a, orin_dtype dt)
         return orin_error_set("%s: dimensions beyond what BLAS takes (%lld x %lld x %lld)",
                               label, (long long)n, (long long)in, (long long)out);
 
-    blas_single_thread();
+    cpu_blas_single_thread();
     return n == 1 ? matvec(ex, a, dt, in, out) : matmul_rows(ex, a, dt, n, in, out);
 }
 

@@ -14,5 +14,17 @@ int cpu_swiglu(const orin_exec *ex, const orin_swiglu_args *a, orin_dtype dt);
 int cpu_add(const orin_exec *ex, const orin_add_args *a, orin_dtype dt);
 int cpu_argmax(const orin_exec *ex, const orin_argmax_args *a, orin_dtype dt);
 int cpu_kv_write(const orin_exec *ex, const orin_kv_write_args *a, orin_dtype dt);
+/* matmul.awq4 and matmul.int8 (cpu_quant.c). */
+int cpu_matmul_awq4(const orin_exec *ex, const orin_matmul_quant_args *a, orin_dtype dt);
+int cpu_matmul_int8(const orin_exec *ex, const orin_matmul_quant_args *a, orin_dtype dt);
+
+/* The matmuls' tiling (cpu.c): tiles of CPU_MATMUL_W_ROWS outputs handed to
+ * the op threads, CPU_MATMUL_X_ROWS rows of x at a time; OpenBLAS runs one
+ * thread (told so by cpu_blas_single_thread before each product). */
+#define CPU_MATMUL_X_ROWS 256
+#define CPU_MATMUL_W_ROWS 64
+void cpu_blas_single_thread(void);
+/* Threads for a job of `tiles` tiles: runtime.threads, no more than tiles. */
+int cpu_w_tile_workers(const orin_exec *ex, int64_t tiles);
 
 #endif

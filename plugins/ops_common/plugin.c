@@ -1,6 +1,7 @@
 /* ops_common: the reference implementations of every op except attention, on
  * the CPU and (where built) CUDA, registered for f32, f16 and bf16 under the
- * provider "common". */
+ * provider "common". The quantized matmuls (matmul.awq4, matmul.int8) are on
+ * the CPU only for now. */
 #include "cpu.h"
 #include "cuda.h"
 #include "cuda_fused.h"
@@ -32,6 +33,8 @@ CPU_ENTRIES(add, orin_add_args)
 CPU_ENTRIES(argmax, orin_argmax_args)
 CPU_ENTRIES(kv_write, orin_kv_write_args)
 CPU_ENTRIES(sample_candidates, orin_sample_candidates_args)
+CPU_ENTRIES(matmul_awq4, orin_matmul_quant_args)
+CPU_ENTRIES(matmul_int8, orin_matmul_quant_args)
 
 /* Everything here only reads its inputs from memory, so all of it could be
  * replayed in a graph; on the CPU there is no graph, and the flag says so for
@@ -125,6 +128,10 @@ static const orin_op_impl impls[] = {
     IMPLS(ORIN_OP_ARGMAX, argmax),
     IMPLS(ORIN_OP_KV_WRITE, kv_write),
     SAMPLE_IMPLS(, ORIN_DEVICE_CPU, cpu_sample_candidates_workspace_size, NULL),
+    /* the quantized matmuls: CPU only so far (a model with quantized weights
+     * on CUDA fails to bind them, with the registry's line) */
+    IMPLS(ORIN_OP_MATMUL_AWQ4, matmul_awq4),
+    IMPLS(ORIN_OP_MATMUL_INT8, matmul_int8),
 #ifdef ORIN_HAVE_CUDA
     CUDA_IMPLS(ORIN_OP_EMBEDDING, embedding),
     CUDA_IMPLS(ORIN_OP_RMSNORM, rmsnorm),
@@ -150,6 +157,7 @@ static int register_ops(orin_registry *reg)
 
 ORIN_PLUGIN_DEFINE("ops_common", "0.1.0",
                    "reference ops: embedding, rmsnorm, rope, matmul (OpenBLAS; cuBLASLt and a "
-                   "batch-1 GEMV on cuda), swiglu, add, argmax, kv_write; fused on cuda: "
+                   "batch-1 GEMV on cuda), matmul.awq4 and matmul.int8 (cpu), swiglu, add, "
+                   "argmax, kv_write; fused on cuda: "
                    "add_rmsnorm, matmul.qkv, matmul.swiglu, rope_kv_write; f32, f16, bf16",
                    register_ops)

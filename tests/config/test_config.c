@@ -87,6 +87,7 @@ static void test_defaults(void)
     CHECK(cfg.generate.seed == 0);
     CHECK(cfg.generate.stream == true);
     CHECK(cfg.score.path == ORIN_SCORE_PREFILL);
+    CHECK(cfg.model.quant == ORIN_LOAD_QUANT_NONE && !cfg.model.quant_lm_head);
     CHECK(cfg.bench.prompt_tokens == 512);
     CHECK(cfg.bench.gen_tokens == 128);
     CHECK(cfg.bench.repeats == 3);
@@ -252,6 +253,7 @@ static void test_errors(void)
     CHECK(load_text("c.ini", "[runtime]\ndevice = cuda:1\n", NULL, 0) == 0, "%s", orin_error());
     CHECK(!strcmp(cfg.runtime.device, "cuda:1"));
     EXPECT_ERROR("[score]\npath = both\n", "score.path", "'both'", "not one of prefill, decode");
+    EXPECT_ERROR("[model]\nquant = int4\n", "model.quant", "'int4'", "not one of none, int8");
     EXPECT_ERROR("[model]\ndtype = f64\n", "model.dtype", "'f64'", "f32, f16, bf16");
     EXPECT_ERROR("[model]\ndtype = i8\n", "model.dtype", "'i8'", "not a compute dtype");
 
@@ -434,7 +436,8 @@ static void test_round_trip(void)
     static orin_config first;
     const char *ini = "[generate]\nprompt = semi\\; x \\\\n\\n\\t end\n"
                       "system = sys\ntemperature = 0.123456789\ntop_p = 0.3\nseed = 12345678901234\n"
-                      "[score]\npath = decode\n[model]\ndtype = f16\npath = /m\n";
+                      "[score]\npath = decode\n[model]\ndtype = f16\npath = /m\nquant = int8\n"
+                      "quant_lm_head = yes\n";
     CHECK(load_text("r.ini", ini, NULL, 0) == 0, "%s", orin_error());
     first = cfg;
     int len = orin_config_write(&cfg, text, sizeof text);
@@ -448,11 +451,12 @@ static void test_round_trip(void)
     CHECK(first.generate.seed == cfg.generate.seed);
     CHECK(cfg.score.path == ORIN_SCORE_DECODE && cfg.model.dtype == ORIN_F16);
     CHECK(!strcmp(cfg.model.path, "/m"));
+    CHECK(cfg.model.quant == ORIN_LOAD_QUANT_INT8 && cfg.model.quant_lm_head);
 
-    /* Every key is written, and the written file sets all 29 of them. */
+    /* Every key is written, and the written file sets all 31 of them. */
     char names[64][64];
     int n = key_names(text, names, 64);
-    CHECK(n == 29, "%d keys written", n);
+    CHECK(n == 31, "%d keys written", n);
     for (int i = 0; i < n; i++) {
         char sec[64], *dot;
         snprintf(sec, sizeof sec, "%s", names[i]);

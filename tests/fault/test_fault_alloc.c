@@ -6,7 +6,8 @@
  * allocated once its result is freed.
  *
  *   test_fault_alloc WHAT [FIRST [LAST]]
- * WHAT: model (orin_model_load of tests/data/models/qwen3-tiny), tokenizer
+ * WHAT: model (orin_model_load of tests/data/models/qwen3-tiny; model_awq: of
+ * qwen3-tiny-awq; model_int8: qwen3-tiny quantized to int8 at load), tokenizer
  * (orin_tokenizer_load of the same folder), chat (orin_chat_template_open and
  * one render), config (orin_config_load of an INI with --set overrides),
  * plugins (orin_plugin_load_dir of the build's plugins into a new registry). */
@@ -29,16 +30,18 @@ static orin_registry *reg;
 static char ini_path[600];
 
 /* Each attempt frees what it made, so that a run leaves nothing behind. */
-static int load_model(void)
+static int load_model_at(const char *dir, orin_weight_format quant)
 {
     orin_model_options opt = {
-        .path = MODEL_DIR,
+        .path = dir,
         .dtype = ORIN_F32,
         .device = orin_device_cpu(),
         .registry = reg,
         .attention = "fa2",
         .max_context = 64,
         .prefill_chunk = 16,
+        .quant = quant,
+        .quant_lm_head = true,
     };
     orin_model *m = NULL;
     int rc = orin_model_load(&opt, &m);
@@ -48,6 +51,22 @@ static int load_model(void)
         return orin_error_set("orin_model_load failed but handed out a model");
     orin_model_free(m);
     return rc;
+}
+
+static int load_model(void)
+{
+    return load_model_at(MODEL_DIR, ORIN_WEIGHT_FLOAT);
+}
+
+/* The quantized loads: an AWQ folder, and int8 at load (lm_head too). */
+static int load_model_awq(void)
+{
+    return load_model_at(ORIN_TEST_DATA "/models/qwen3-tiny-awq", ORIN_WEIGHT_FLOAT);
+}
+
+static int load_model_int8(void)
+{
+    return load_model_at(MODEL_DIR, ORIN_WEIGHT_INT8);
 }
 
 static int load_tokenizer(void)
@@ -110,6 +129,8 @@ typedef struct scenario {
 
 static const scenario scenarios[] = {
     {"model", load_model},
+    {"model_awq", load_model_awq},
+    {"model_int8", load_model_int8},
     {"tokenizer", load_tokenizer},
     {"chat", open_chat},
     {"config", load_config},
@@ -165,7 +186,8 @@ int main(int argc, char **argv)
         if (strcmp(argv[1], scenarios[i].name) == 0)
             s = &scenarios[i];
     if (!s) {
-        fprintf(stderr, "usage: %s model|tokenizer|chat|config|plugins [FIRST [LAST]]\n", argv[0]);
+        fprintf(stderr, "usage: %s model|model_awq|model_int8|tokenizer|chat|config|plugins "
+                        "[FIRST [LAST]]\n", argv[0]);
         return 2;
     }
     size_t first = argc > 2 ? strtoull(argv[2], NULL, 10) : 1;

@@ -1,6 +1,7 @@
 /* config.json: cJSON plus our field checks. A config that parses must hold
  * what the loader relies on (positive sizes, heads divisible by kv heads, an
- * even head_dim, positive eps and theta, at most ORIN_MAX_EOS eos ids). */
+ * even head_dim, positive eps and theta, at most ORIN_MAX_EOS eos ids, a
+ * quantization_config orin runs). */
 #include "fuzz_util.h"
 
 #include "orin/error.h"
@@ -29,5 +30,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_ASSERT(c.eos_token_ids[i] >= 0, "eos id %d", c.eos_token_ids[i]);
     FUZZ_ASSERT(c.bos_token_id >= -1, "bos id %d", c.bos_token_id);
     FUZZ_ASSERT(memchr(c.architecture, '\0', sizeof c.architecture), "architecture unterminated");
+    /* quantization_config: AWQ 4-bit or none, a group size >= 0 (0: the whole
+     * row), module names terminated and non-empty */
+    FUZZ_ASSERT(c.quant.method == ORIN_QUANT_NONE || c.quant.method == ORIN_QUANT_AWQ,
+                "quant method %d", c.quant.method);
+    if (c.quant.method == ORIN_QUANT_AWQ)
+        FUZZ_ASSERT(c.quant.bits == 4 && c.quant.group_size >= 0, "bits %d, group %d",
+                    c.quant.bits, c.quant.group_size);
+    FUZZ_ASSERT(c.quant.n_skip >= 0 && c.quant.n_skip <= ORIN_QUANT_MAX_SKIP, "n_skip %d",
+                c.quant.n_skip);
+    for (int i = 0; i < c.quant.n_skip; i++)
+        FUZZ_ASSERT(c.quant.skip[i][0] && memchr(c.quant.skip[i], '\0', ORIN_QUANT_SKIP_LEN),
+                    "skip[%d] empty or unterminated", i);
     return 0;
 }

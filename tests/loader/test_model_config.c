@@ -353,6 +353,73 @@ static void test_sliding_window(void)
                  "layer_types[1]", "sliding_attention");
 }
 
+/* quantization_config: AWQ as Qwen publishes it (Qwen3-8B-AWQ's keys), the
+ * AwqConfig defaults, modules_to_not_convert, and one error per variant orin
+ * does not run. */
+static void test_quantization(void)
+{
+    orin_model_config c;
+    CHECK(parse_edit(qwen3_config, "{}", &c) == 0 && c.quant.method == ORIN_QUANT_NONE);
+    CHECK(parse_edit(qwen3_config, "{\"quantization_config\": null}", &c) == 0 &&
+          c.quant.method == ORIN_QUANT_NONE);
+    CHECK(!orin_quant_covers(&c.quant, "model.layers.0.mlp.up_proj"));
+    const char *published = "{\"torch_dtype\": \"float16\", \"quantization_config\": "
+                            "{\"bits\": 4, \"group_size\": 128, \"modules_to_not_convert\": "
+                            "null, \"quant_method\": \"awq\", \"version\": \"gemm\", "
+                            "\"zero_point\": true}}";
+    CHECK(parse_edit(qwen3_config, published, &c) == 0, "%s", orin_error());
+    CHECK(c.quant.method == ORIN_QUANT_AWQ && c.quant.bits == 4 && c.quant.group_size == 128 &&
+          c.quant.n_skip == 0 && c.torch_dtype == ORIN_F16);
+    CHECK(orin_quant_covers(&c.quant, "model.layers.0.mlp.up_proj"));
+    /* transformers' defaults; "format" (transformers 5) for "version"; case */
+    CHECK(parse_edit(qwen3_config, "{\"quantization_config\": {\"quant_method\": \"AWQ\", "
+                                   "\"format\": \"GEMM\", \"backend\": \"autoawq\"}}", &c) == 0 &&
+              c.quant.method == ORIN_QUANT_AWQ && c.quant.group_size == 128 && c.quant.bits == 4,
+          "%s", orin_error());
+    /* -1: one group over the whole width */
+    CHECK(parse_edit(qwen3_config, "{\"quantization_config\": {\"quant_method\": \"awq\", "
+                                   "\"group_size\": -1}}", &c) == 0 && c.quant.group_size == 0);
+    CHECK(parse_edit(qwen3_config, "{\"quantization_config\": {\"quant_method\": \"awq\", "
+                                   "\"group_size\": 32, \"modules_to_not_convert\": "
+                                   "[\"lm_head\", \"layers.3.mlp\"]}}", &c) == 0 &&
+              c.quant.group_size == 32 && c.quant.n_skip == 2,
+          "%s", orin_error());
+    CHECK(orin_quant_covers(&c.quant, "model.layers.3.self_attn.q_proj") &&
+          !orin_quant_covers(&c.quant, "model.layers.3.mlp.down_proj") &&
+          orin_quant_covers(&c.quant, "model.layers.13.mlp.down_proj") &&
+          orin_quant_covers(&c.quant, "model.layers.4.mlp.down_proj"));
+
+    expect_error(qwen3_config, "{\"quantization_config\": [1]}", "quantization_config = [1]",
+                 "not an object");
+    expect_error(qwen3_config, "{\"quantization_config\": {\"bits\": 4}}",
+                 "missing field 'quantization_config.quant_method'", NULL);
+    expect_error(qwen3_config, "{\"quantization_config\": {\"quant_method\": \"gptq\"}}",
+                 "quantization_config.quant_method = \"gptq\"", "orin runs awq");
+    expect_error(qwen3_config, "{\"quantization_config\": {\"quant_method\": \"awq\", "
+                               "\"bits\": 8}}", "quantization_config.bits = 8", "4-bit");
+    expect_error(qwen3_config, "{\"quantization_config\": {\"quant_method\": \"awq\", "
+                               "\"version\": \"gemv\"}}", "quantization_config.version = \"gemv\"",
+                 "orin runs gemm");
+    expect_error(qwen3_config, "{\"quantization_config\": {\"quant_method\": \"awq\", "
+                               "\"format\": \"gemv_fast\"}}",
+                 "quantization_config.format = \"gemv_fast\"", "orin runs gemm");
+    expect_error(qwen3_config, "{\"quantization_config\": {\"quant_method\": \"awq\", "
+                               "\"zero_point\": false}}", "quantization_config.zero_point = false",
+                 "zero points");
+    expect_error(qwen3_config, "{\"quantization_config\": {\"quant_method\": \"awq\", "
+                               "\"group_size\": 0}}", "quantization_config.group_size = 0",
+                 "not a positive integer");
+    expect_error(qwen3_config, "{\"quantization_config\": {\"quant_method\": \"awq\", "
+                               "\"group_size\": 12.5}}", "quantization_config.group_size = 12.5",
+                 NULL);
+    expect_error(qwen3_config, "{\"quantization_config\": {\"quant_method\": \"awq\", "
+                               "\"modules_to_not_convert\": \"lm_head\"}}",
+                 "quantization_config.modules_to_not_convert = \"lm_head\"", "not a list");
+    expect_error(qwen3_config, "{\"quantization_config\": {\"quant_method\": \"awq\", "
+                               "\"modules_to_not_convert\": [\"a\", 3]}}",
+                 "quantization_config.modules_to_not_convert = 3", "not a module name");
+}
+
 static void test_bad_values(void)
 {
     expect_error(qwen25_config, "{\"hidden_size\": \"<delete>\"}", "missing field 'hidden_size'",
@@ -404,6 +471,7 @@ int main(void)
     test_tokens_and_flags();
     test_architecture();
     test_sliding_window();
+    test_quantization();
     test_bad_values();
     return test_finish();
 }

@@ -6,17 +6,24 @@
 #include "orin/error.h"
 #include "orin/plugin.h"
 
+#include <cjson/cJSON.h>
+
 #include <stdlib.h>
 #include <string.h>
 
 static orin_registry *reg;
 
-static int copy_model(const char *dst)
+static int copy_folder(const char *dst, const char *model)
 {
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -r '%s/models/qwen3-tiny' '%s'", dst,
-             ORIN_TEST_DATA, dst);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -r '%s/models/%s' '%s'", dst, ORIN_TEST_DATA,
+             model, dst);
     return system(cmd);
+}
+
+static int copy_model(const char *dst)
+{
+    return copy_folder(dst, "qwen3-tiny");
 }
 
 /* Replaces the first occurrence of `from` by `to` in dir/file. */
@@ -68,6 +75,219 @@ static void expect_load_error(const char *dir, const char *what, const char *nee
     CHECK(strstr(orin_error(), needle1) && strstr(orin_error(), needle2),
           "%s: error '%s' lacks '%s' / '%s'", what, orin_error(), needle1, needle2);
     orin_model_free(m);
+}
+
+/* ---- quantized folders ---- */
+
+/* The shard of dir holding `tensor` (by the index), its header parsed. */
+typedef struct shard {
+    char path[1024];
+    char *bytes;             /* the whole file */
+    size_t len;
+    uint64_t header_len;
+    cJSON *header;
+    cJSON *entry;            /* the tensor's */
+} shard;
+
+static void shard_free(shard *sh)
+{
+    free(sh->bytes);
+    cJSON_Delete(sh->header);
+}
+
+static int shard_open(const char *dir, const char *tensor, shard *sh)
+{
+    memset(sh, 0, sizeof *sh);
+    char path[1024];
+    size_t len;
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    char *text = test_read_file(path, &len);
+    cJSON *index = text ? cJSON_Parse(text) : NULL;
+    const cJSON *file = cJSON_GetObjectItem(cJSON_GetObjectItem(index, "weight_map"), tensor);
+    if (cJSON_IsString(file))
+        snprintf(sh->path, sizeof sh->path, "%s/%s", dir, file->valuestring);
+    cJSON_Delete(index);
+    free(text);
+    sh->bytes = sh->path[0] ? test_read_file(sh->path, &sh->len) : NULL;
+    if (!sh->bytes || sh->len < 8)
+        return -1;
+    memcpy(&sh->header_len, sh->bytes, 8); /* little-endian, as the host */
+    sh->header = cJSON_ParseWithLength(sh->bytes + 8, (size_t)sh->header_len);
+    sh->entry = cJSON_GetObjectItem(sh->header, tensor);
+    return sh->entry ? 0 : -1;
+}
+
+/* Where the tensor's bytes begin in the file, and how many there are. */
+static size_t shard_data(const shard *sh, size_t *nbytes)
+{
+    const cJSON *off = cJSON_GetObjectItem(sh->entry, "data_offsets");
+    size_t begin = (size_t)cJSON_GetArrayItem(off, 0)->valuedouble;
+    *nbytes = (size_t)cJSON_GetArrayItem(off, 1)->valuedouble - begin;
+    return 8 + (size_t)sh->header_len + begin;
+}
+
+/* Rewrites the tensor's header entry: its shape (JSON text) and dtype (NULL:
+ * kept), the data unchanged (the new shape must hold as many bytes). */
+static int shard_retype(const char *dir, const char *tensor, const char *shape,
+                        const char *dtype)
+{
+    shard sh;
+    int rc = shard_open(dir, tensor, &sh);
+    if (rc == 0) {
+        cJSON_ReplaceItemInObject(sh.entry, "shape", cJSON_Parse(shape));
+        if (dtype)
+            cJSON_ReplaceItemInObject(sh.entry, "dtype", cJSON_CreateString(dtype));
+        char *header = cJSON_PrintUnformatted(sh.header);
+        uint64_t hlen = strlen(header);
+        size_t data = 8 + (size_t)sh.header_len, rest = sh.len - data;
+        char *out = malloc(8 + hlen + rest);
+        memcpy(out, &hlen, 8);
+        memcpy(out + 8, header, hlen);
+        memcpy(out + 8 + hlen, sh.bytes + data, rest);
+        rc = test_write_file(sh.path, out, 8 + hlen + rest);
+        free(out);
+        free(header);
+    }
+    shard_free(&sh);
+    return rc;
+}
+
+/* Cuts the shard holding `tensor` in the middle of the tensor's bytes. */
+static int shard_truncate_in(const char *dir, const char *tensor)
+{
+    shard sh;
+    size_t nbytes = 0;
+    int rc = shard_open(dir, tensor, &sh);
+    if (rc == 0)
+        rc = test_write_file(sh.path, sh.bytes, shard_data(&sh, &nbytes) + nbytes / 2);
+    shard_free(&sh);
+    return rc;
+}
+
+/* Overwrites the tensor's first element (f16 or bf16) with a NaN (0x7fc0 is
+ * one in both). */
+static int shard_poison_half(const char *dir, const char *tensor)
+{
+    shard sh;
+    size_t nbytes = 0;
+    int rc = shard_open(dir, tensor, &sh);
+    if (rc == 0) {
+        size_t at = shard_data(&sh, &nbytes);
+        const uint16_t nan = 0x7fc0;
+        memcpy(sh.bytes + at, &nan, sizeof nan);
+        rc = test_write_file(sh.path, sh.bytes, sh.len);
+    }
+    shard_free(&sh);
+    return rc;
+}
+
+/* A registry with every entry of `reg` but the f32 implementations of `op`:
+ * the op exists, for other dtypes, but not where the model runs (as a
+ * quantized matmul on CUDA today). */
+static orin_registry *registry_without(const char *op)
+{
+    orin_registry *r = orin_registry_create();
+    for (size_t i = 0; r && i < orin_registry_count(reg); i++) {
+        const orin_op_impl *impl = orin_registry_at(reg, i);
+        bool drop = strcmp(impl->op, op) == 0 && impl->dtype == ORIN_F32;
+        if (!drop && orin_registry_add(r, impl) != 0) {
+            orin_registry_destroy(r);
+            return NULL;
+        }
+    }
+    return r;
+}
+
+static orin_model *load_quant(const char *dir, const orin_registry *r, orin_weight_format quant)
+{
+    orin_model_options opt = {.path = dir, .dtype = ORIN_F32, .device = orin_device_cpu(),
+                              .registry = r, .attention = "fa2", .max_context = 32,
+                              .prefill_chunk = 16, .quant = quant, .quant_lm_head = true};
+    orin_model *m = NULL;
+    orin_error_clear();
+    if (orin_model_load(&opt, &m) != 0)
+        return NULL;
+    return m;
+}
+
+static void test_awq_errors(const char *dir)
+{
+    const char *q0 = "model.layers.0.self_attn.q_proj";
+    char name[128];
+
+    /* The folder as shipped loads, and says what it is. */
+    CHECK(copy_folder(dir, "qwen3-tiny-awq") == 0);
+    orin_model *m = load_quant(dir, reg, ORIN_WEIGHT_FLOAT);
+    CHECK(m && !strcmp(orin_model_quant_name(m), "awq4"), "awq load: %s", orin_error());
+    orin_model_free(m);
+    /* model.quant = int8 on it: ignored (a line says so), still AWQ. */
+    m = load_quant(dir, reg, ORIN_WEIGHT_INT8);
+    CHECK(m && !strcmp(orin_model_quant_name(m), "awq4"), "awq + int8: %s", orin_error());
+    orin_model_free(m);
+
+    /* A qweight cut short: the file ends inside it. */
+    snprintf(name, sizeof name, "%s.qweight", q0);
+    CHECK(shard_truncate_in(dir, name) == 0);
+    expect_load_error(dir, "truncated qweight", name, "past the end");
+
+    /* scales of the wrong shape (the same bytes: [2, 256] as [4, 128]). */
+    CHECK(copy_folder(dir, "qwen3-tiny-awq") == 0);
+    snprintf(name, sizeof name, "%s.scales", q0);
+    CHECK(shard_retype(dir, name, "[4, 128]", NULL) == 0);
+    expect_load_error(dir, "scales shape", name,
+                      "has shape [4, 128], config.json implies [2, 256]");
+
+    /* qzeros saved as another dtype of the same size. */
+    CHECK(copy_folder(dir, "qwen3-tiny-awq") == 0);
+    snprintf(name, sizeof name, "%s.qzeros", q0);
+    CHECK(shard_retype(dir, name, "[2, 32]", "F32") == 0);
+    expect_load_error(dir, "qzeros dtype", name, "dtype F32; expected I32");
+
+    /* A group size that does not divide a layer's width (hidden 64). */
+    CHECK(copy_folder(dir, "qwen3-tiny-awq") == 0 &&
+          edit_file(dir, "config.json", "\"group_size\": 32", "\"group_size\": 48") == 0);
+    snprintf(name, sizeof name, "%s.qweight", q0);
+    expect_load_error(dir, "group not dividing", name,
+                      "quantization_config.group_size = 48 does not divide the layer's input "
+                      "width 64");
+
+    /* A layout orin has no kernel for: one line naming the key. */
+    CHECK(copy_folder(dir, "qwen3-tiny-awq") == 0 &&
+          edit_file(dir, "config.json", "\"gemm\"", "\"gemv\"") == 0);
+    expect_load_error(dir, "gemv", "quantization_config.version = \"gemv\"", "orin runs gemm");
+
+    /* A layer left float by modules_to_not_convert must then be float in the files. */
+    CHECK(copy_folder(dir, "qwen3-tiny-awq") == 0 &&
+          edit_file(dir, "config.json", "\"modules_to_not_convert\": null",
+                    "\"modules_to_not_convert\": [\"layers.2.mlp\"]") == 0);
+    expect_load_error(dir, "not converted", "missing tensor",
+                      "model.layers.2.mlp.gate_proj.weight");
+
+    /* A device whose plugins lack matmul.awq4 (CUDA today): an error at load,
+     * naming the op, not a crash at the first step. */
+    CHECK(copy_folder(dir, "qwen3-tiny-awq") == 0);
+    orin_registry *r = registry_without(ORIN_OP_MATMUL_AWQ4);
+    CHECK(r && !load_quant(dir, r, ORIN_WEIGHT_FLOAT) &&
+              strstr(orin_error(), "AWQ int4 weights") &&
+              strstr(orin_error(), "matmul.awq4: no implementation at cpu/f32"),
+          "no awq4: %s", orin_error());
+    orin_registry_destroy(r);
+
+    /* int8 at load: a registry without matmul.int8, and a weight that is NaN. */
+    CHECK(copy_model(dir) == 0);
+    r = registry_without(ORIN_OP_MATMUL_INT8);
+    CHECK(r && !load_quant(dir, r, ORIN_WEIGHT_INT8) &&
+              strstr(orin_error(), "model.quant = int8: matmul.int8: no implementation at cpu/f32"),
+          "no int8: %s", orin_error());
+    orin_registry_destroy(r);
+    m = load_quant(dir, reg, ORIN_WEIGHT_INT8);
+    CHECK(m && !strcmp(orin_model_quant_name(m), "int8"), "int8 load: %s", orin_error());
+    orin_model_free(m);
+    CHECK(shard_poison_half(dir, "model.layers.1.mlp.up_proj.weight") == 0);
+    CHECK(!load_quant(dir, reg, ORIN_WEIGHT_INT8) &&
+              strstr(orin_error(), "model.layers.1.mlp.up_proj.weight") &&
+              strstr(orin_error(), "row 0: a weight that is not finite"),
+          "NaN weight: %s", orin_error());
 }
 
 /* A host device that reports `fake_free` bytes of free memory: the memory plan
@@ -165,6 +385,8 @@ int main(void)
     }
 
     test_memory_plan(dir);
+    test_awq_errors(dir);
+    CHECK(copy_model(dir) == 0);
 
     /* Calls that do not fit: errors before any work, and the model stays usable. */
     orin_model *m = NULL;

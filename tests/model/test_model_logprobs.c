@@ -4,14 +4,25 @@
  * agree within 1e-3, with the same argmax at every position.
  *
  * With PATH greedy, it instead checks that greedy generation on the device gives
- * the same tokens eagerly and replayed as a CUDA graph, and in f32 the host's
- * (200 steps after a 32-token prompt of the reference text). With PATH sample,
+ * the same tokens with the plain ops eagerly and with the fused ops replayed as
+ * a CUDA graph (orin-run's defaults), and in f32 the host's (200 steps after a
+ * 32-token prompt of the reference text). With PATH sample,
  * that seeded sampling through orin_model_sample (candidates on the device)
  * draws the host sampler's tokens.
+ *
+ * Quantized weights: an AWQ folder is detected from its config.json (its
+ * references are the float64 forward of its dequantized weights); --quant
+ * int8 quantizes the float folder at load (model.quant = int8, --quant-lm-head
+ * the lm_head too), REF_JSON then being the float64 forward of those int8
+ * weights (scripts/gen_quant_models.py). --ppl-ref FLOAT_REF --ppl-tol T also
+ * checks the perplexity of the text against the unquantized model's (the
+ * float folder's reference): within a factor 1 +- T.
  *
  * usage: test_model_logprobs MODEL_DIR REF_JSON BACKEND PATH(prefill|decode|greedy|sample)
  *            [--dtype DT] [--tol MAX] [--mean-tol MEAN] [--device cpu|cuda]
  *            [--graph on|off]  (replay the decode step as a CUDA graph; default off)
+ *            [--fused on|off]  (use the fused ops a plugin registers; default off)
+ *            [--quant none|int8] [--quant-lm-head on|off] [--ppl-ref REF --ppl-tol T]
  * On cuda it exits 77 (skipped) where no GPU is visible. */
 #include "test_util.h"
 #include "model.h"
@@ -109,18 +120,20 @@ static int greedy(orin_model *m, const int32_t *prompt, int32_t n, int32_t steps
     return rc;
 }
 
-/* Greedy tokens of the model in `opt` on its device, eagerly and replayed as a
- * device graph, are the same; in f32 they also equal the host's. */
+/* Greedy tokens of the model in `opt` on its device, run eagerly with the
+ * plain ops and replayed as a device graph with the fused ops (the defaults of
+ * orin-run), are the same; in f32 they also equal the host's. */
 static void compare_greedy(const orin_model_options *opt, const reference *ref)
 {
     enum { PROMPT = 32, STEPS = 200 };
     int32_t n = ref->n < PROMPT ? ref->n : PROMPT;
     int32_t runs[3][STEPS];
-    const char *names[3] = {"eager", "graph", "host"};
+    const char *names[3] = {"eager, plain ops", "graph, fused ops", "host"};
     int count = opt->dtype == ORIN_F32 ? 3 : 2;
     for (int r = 0; r < count; r++) {
         orin_model_options o = *opt;
         o.cuda_graph = r == 1;
+        o.fused_ops = r == 1;
         o.device = r == 2 ? orin_device_cpu() : opt->device;
         o.max_context = n + STEPS;
         orin_model *m = NULL;
@@ -184,6 +197,39 @@ static void compare_sampling(const orin_model_options *opt, const reference *ref
     CHECK(first < 0, "orin_model_sample differs from the host sampler at step %d", first);
 }
 
+/* exp(-mean log p) of the reference text's tokens under logits [n, V]. */
+static double perplexity(const float *logits, int32_t V, const reference *ref)
+{
+    double sum = 0;
+    for (int32_t i = 0; i + 1 < ref->n; i++) {
+        int32_t am;
+        sum += logprob_of(logits + (size_t)i * V, V, ref->ids[i + 1], &am);
+    }
+    return exp(-sum / (ref->n - 1));
+}
+
+/* The perplexity of this run against the unquantized model's (float_path: its
+ * reference on the same text): within a factor 1 +- tol. */
+static void check_perplexity(const float *logits, int32_t V, const reference *ref,
+                             const char *float_path, double tol)
+{
+    reference fl = {0};
+    CHECK(load_reference(float_path, &fl) == 0 && fl.n == ref->n, "cannot read %s", float_path);
+    if (fl.n == ref->n) {
+        double got = perplexity(logits, V, ref), sum = 0;
+        for (int32_t i = 0; i + 1 < fl.n; i++)
+            sum += fl.logprobs[i];
+        double want = exp(-sum / (fl.n - 1));
+        printf("perplexity %.4f, unquantized %.4f (ratio %.5f, bound 1 +- %g)\n", got, want,
+               got / want, tol);
+        CHECK(fabs(got / want - 1) <= tol, "perplexity %g is not within 1 +- %g of the "
+              "unquantized %g", got, tol, want);
+    }
+    free(fl.ids);
+    free(fl.logprobs);
+    free(fl.argmax);
+}
+
 /* Frees what main opened; the test's exit code. */
 static int finish(orin_registry *reg, orin_plugin_set *plugins, orin_device *device,
                   reference *ref)
@@ -200,7 +246,9 @@ static int finish(orin_registry *reg, orin_plugin_set *plugins, orin_device *dev
 static void usage(const char *argv0)
 {
     fprintf(stderr, "usage: %s MODEL_DIR REF_JSON BACKEND prefill|decode|greedy|sample [--dtype DT] "
-                    "[--tol MAX] [--mean-tol MEAN] [--device cpu|cuda] [--graph on|off]\n", argv0);
+                    "[--tol MAX] [--mean-tol MEAN] [--device cpu|cuda] [--graph on|off] [--fused on|off] "
+                    "[--quant none|int8] [--quant-lm-head on|off] [--ppl-ref REF --ppl-tol T]\n",
+            argv0);
     exit(2);
 }
 
@@ -211,8 +259,9 @@ int main(int argc, char **argv)
     const char *model_dir = argv[1], *ref_path = argv[2], *backend = argv[3], *path = argv[4];
     orin_dtype dtype = ORIN_F32;
     double tol = 1e-3, mean_tol = INFINITY;
-    const char *device_name = "cpu";
-    bool graph = false;
+    const char *device_name = "cpu", *ppl_ref = NULL;
+    bool graph = false, fused = false, int8 = false, int8_lm_head = false;
+    double ppl_tol = 0;
     for (int i = 5; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--dtype") == 0 && orin_dtype_from_name(argv[i + 1], &dtype) == 0)
             continue;
@@ -224,6 +273,16 @@ int main(int argc, char **argv)
             device_name = argv[i + 1];
         else if (strcmp(argv[i], "--graph") == 0)
             graph = strcmp(argv[i + 1], "on") == 0;
+        else if (strcmp(argv[i], "--fused") == 0)
+            fused = strcmp(argv[i + 1], "on") == 0;
+        else if (strcmp(argv[i], "--quant") == 0)
+            int8 = strcmp(argv[i + 1], "int8") == 0;
+        else if (strcmp(argv[i], "--quant-lm-head") == 0)
+            int8_lm_head = strcmp(argv[i + 1], "on") == 0;
+        else if (strcmp(argv[i], "--ppl-ref") == 0)
+            ppl_ref = argv[i + 1];
+        else if (strcmp(argv[i], "--ppl-tol") == 0)
+            ppl_tol = atof(argv[i + 1]);
         else
             usage(argv[0]);
     }
@@ -261,6 +320,9 @@ int main(int argc, char **argv)
         .max_context = ref.n + 8,
         .prefill_chunk = 200, /* several chunks over the long text */
         .cuda_graph = graph,
+        .fused_ops = fused,
+        .quant = int8 ? ORIN_WEIGHT_INT8 : ORIN_WEIGHT_FLOAT,
+        .quant_lm_head = int8_lm_head,
     };
     orin_model *m = NULL;
     if (strcmp(path, "greedy") == 0 || strcmp(path, "sample") == 0) {
@@ -301,8 +363,12 @@ int main(int argc, char **argv)
             fprintf(stderr, "position %d: argmax %d, reference %d\n", i, am, ref.argmax[i]);
     }
     double mean = sum_err / (ref.n - 1);
-    printf("%s %s %s %s on %s: %d tokens, |logprob - reference| max %.3g, mean %.3g\n", model_dir,
-           backend, path, orin_dtype_name(dtype), device->name, ref.n, worst, mean);
+    printf("%s %s %s %s%s on %s: %d tokens, |logprob - reference| max %.3g, mean %.3g\n",
+           model_dir, backend, path, orin_dtype_name(dtype),
+           int8 ? (int8_lm_head ? ", int8 + lm_head" : ", int8") : "", device->name, ref.n, worst,
+           mean);
+    if (ppl_ref && rc == 0)
+        check_perplexity(logits, V, &ref, ppl_ref, ppl_tol);
     CHECK(worst < tol, "max |logprob - reference| = %g >= %g", worst, tol);
     CHECK(mean < mean_tol, "mean |logprob - reference| = %g >= %g", mean, mean_tol);
     /* f32 must pick the reference's argmax everywhere (the references keep every

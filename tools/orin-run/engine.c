@@ -110,22 +110,47 @@ static bool registry_has(const orin_registry *reg, const char *op, orin_device_k
     return false;
 }
 
+/* The quantized matmul the model of model.path needs (its config.json's
+ * quantization_config, or model.quant), NULL for float weights or when the
+ * folder cannot be read (loading the model says why later). */
+static const char *model_quant_op(const orin_config *cfg)
+{
+    orin_model_config mc;
+    if (!cfg->model.path[0] || orin_model_config_load(cfg->model.path, &mc) != 0) {
+        orin_error_clear();
+        return NULL;
+    }
+    return orin_model_quant_op(&mc, cfg->model.quant == ORIN_LOAD_QUANT_INT8 ? ORIN_WEIGHT_INT8
+                                                                             : ORIN_WEIGHT_FLOAT);
+}
+
+/* Whether a loaded plugin runs `op` on cuda in model.dtype; if not, a line at
+ * `level` says that the CPU is used instead. */
+static bool runs_on_cuda(const orin_engine *e, const orin_config *cfg, const char *op,
+                         orin_log_level level)
+{
+    if (registry_has(e->registry, op, ORIN_DEVICE_CUDA, cfg->model.dtype))
+        return true;
+    orin_log(level, "runtime.device = auto: a GPU is present, but no loaded plugin runs %s on "
+                    "cuda/%s; using the CPU", op, orin_dtype_name(cfg->model.dtype));
+    return false;
+}
+
 /* runtime.device = auto: CUDA when a GPU is visible and the loaded plugins
- * run every op of the model there in model.dtype, else the host (saying why). */
+ * run every op of the model there in model.dtype (its quantized matmul too:
+ * that one is said, being the likely reason), else the host. */
 static const char *resolve_device(const orin_engine *e, const orin_config *cfg)
 {
     if (strcmp(cfg->runtime.device, "auto") != 0)
         return cfg->runtime.device;
     if (!orin_cuda_available())
         return "cpu";
-    for (const char *const *op = orin_model_ops; *op; op++) {
-        if (!registry_has(e->registry, *op, ORIN_DEVICE_CUDA, cfg->model.dtype)) {
-            orin_log(ORIN_LOG_DEBUG, "runtime.device = auto: a GPU is present, but no loaded "
-                                    "plugin runs %s on cuda/%s; using the CPU",
-                     *op, orin_dtype_name(cfg->model.dtype));
+    for (const char *const *op = orin_model_ops; *op; op++)
+        if (!runs_on_cuda(e, cfg, *op, ORIN_LOG_DEBUG))
             return "cpu";
-        }
-    }
+    const char *quant_op = model_quant_op(cfg);
+    if (quant_op && !runs_on_cuda(e, cfg, quant_op, ORIN_LOG_INFO))
+        return "cpu";
     return "cuda";
 }
 

@@ -110,6 +110,8 @@ int engine_open_model(orin_engine *e, const orin_cli *cli)
         .progress = isatty(STDOUT_FILENO) && isatty(STDERR_FILENO),
         .cuda_graph = cfg->runtime.cuda_graph,
         .fused_ops = cfg->runtime.fused_ops,
+        .quant = cfg->model.quant == ORIN_LOAD_QUANT_INT8 ? ORIN_WEIGHT_INT8 : ORIN_WEIGHT_FLOAT,
+        .quant_lm_head = cfg->model.quant_lm_head,
     };
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -6,7 +6,8 @@
  * after one untimed warm-up run.
  *
  * Decode is memory bound: a step must read every weight once (the input
- * embedding only one row) and the K and V of every cached position. Those bytes
+ * embedding only one row; quantized layers at their packed size, scales and
+ * zeros included) and the K and V of every cached position. Those bytes
  * over the device's memory bandwidth are the step's floor; the report gives the
  * measured step time as a fraction of it ("roofline"). The bandwidth is measured
  * here, as decode would meet it: on the host, all op threads reading a 1 GiB
@@ -144,9 +145,9 @@ int mode_bench(const orin_cli *cli)
     /* The floor of one decode step (see the top of the file), averaged over the
      * positions the steps ran at. */
     const double dsize = (double)orin_dtype_size(orin_model_dtype(e.model));
-    double weights = (double)orin_model_weight_bytes(e.model);
-    if (!mc->tie_word_embeddings) /* the input embedding: one row per step */
-        weights -= (double)mc->vocab_size * mc->hidden_size * dsize;
+    /* every weight at its stored size (packed ones packed), but the input
+     * embedding: one row per step */
+    double weights = (double)orin_model_step_weight_bytes(e.model);
     double kv_per_pos = 2.0 * mc->num_hidden_layers * mc->num_key_value_heads * mc->head_dim * dsize;
     double avg_positions = P + (G + 1) / 2.0;
     double step_bytes = weights + kv_per_pos * avg_positions;
@@ -155,19 +156,22 @@ int mode_bench(const orin_cli *cli)
     double step_s = res.decode_s / G;
     double floor_s = bw > 0 ? step_bytes / (bw * 1e9) : 0;
 
+    const char *weights_fmt = orin_model_quant_name(e.model);
     if (cli->json) {
-        printf("{\"model\": \"%s\", \"device\": \"%s\", \"dtype\": \"%s\", \"attention\": \"%s\", "
+        printf("{\"model\": \"%s\", \"device\": \"%s\", \"dtype\": \"%s\", "
+               "\"weights\": \"%s\", \"attention\": \"%s\", "
                "\"prompt_tokens\": %d, \"gen_tokens\": %d, \"prefill_tok_s\": %.2f, "
                "\"decode_tok_s\": %.2f, \"decode_step_ms\": %.4f, \"decode_bytes_per_step\": %.0f, "
                "\"bandwidth_gbs\": %.1f, \"peak_bandwidth_gbs\": %.1f, \"decode_floor_ms\": %.4f, "
                "\"decode_roofline_fraction\": %.4f, \"load_s\": %.3f}\n",
                mc->architecture, dev->name, orin_dtype_name(orin_model_dtype(e.model)),
-               cfg->attention.backend, P, G, P / res.prefill_s, G / res.decode_s, step_s * 1e3,
+               weights_fmt, cfg->attention.backend, P, G, P / res.prefill_s, G / res.decode_s, step_s * 1e3,
                step_bytes, bw, dev->mem_bandwidth_gbs, floor_s * 1e3,
                floor_s > 0 ? floor_s / step_s : 0, e.load_seconds);
     } else {
-        printf("model     %s on %s, %s, attention %s\n", mc->architecture, dev->name,
-               orin_dtype_name(orin_model_dtype(e.model)), cfg->attention.backend);
+        printf("model     %s on %s, %s, weights %s, attention %s\n", mc->architecture,
+               dev->name, orin_dtype_name(orin_model_dtype(e.model)), weights_fmt,
+               cfg->attention.backend);
         printf("prefill   %d tokens: %.1f tok/s\n", P, P / res.prefill_s);
         printf("decode    %d tokens: %.1f tok/s (%.3f ms/token)\n", G, G / res.decode_s,
                step_s * 1e3);

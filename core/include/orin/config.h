@@ -18,6 +18,8 @@ extern "C" {
 #endif
 
 typedef enum orin_score_path { ORIN_SCORE_PREFILL = 0, ORIN_SCORE_DECODE } orin_score_path;
+/* model.quant: quantize the linear layers of a float folder at load. */
+typedef enum orin_load_quant { ORIN_LOAD_QUANT_NONE = 0, ORIN_LOAD_QUANT_INT8 } orin_load_quant;
 
 #define ORIN_CONFIG_MAX_STR 4096
 
@@ -27,6 +29,8 @@ typedef struct orin_config {
     struct {
         char path[ORIN_CONFIG_MAX_STR];   /* Hugging Face model folder, resolved */
         orin_dtype dtype;                 /* f32 | f16 | bf16          default f32 */
+        orin_load_quant quant;            /* none | int8                default none */
+        bool quant_lm_head;               /* int8 lm_head too           default false */
     } model;
 
     struct {

@@ -72,6 +72,13 @@ int orin_check_rope(const char *label, const orin_exec *ex, const orin_rope_args
  * none, y apart from x, w and bias. */
 int orin_check_matmul(const char *label, const orin_exec *ex, const orin_matmul_args *a,
                       orin_device_kind device, orin_dtype dt);
+/* matmul.awq4 and matmul.int8 (fmt): x [.., in] and y [.., out] with x's rows,
+ * group_size dividing in, the packed tensors of orin_qweight in their dtypes
+ * and shapes (AWQ: out a multiple of 8), bias [out] or none, y apart from
+ * every input. */
+int orin_check_matmul_quant(const char *label, const orin_exec *ex,
+                            const orin_matmul_quant_args *a, orin_weight_format fmt,
+                            orin_device_kind device, orin_dtype dt);
 /* swiglu and add: out = f(a, b) over three tensors of one shape; out may be
  * a or b exactly. */
 int orin_check_binary(const char *label, const orin_exec *ex, const char *a_name,

@@ -48,6 +48,13 @@ extern "C" {
  * few candidates instead of the whole vocabulary's logits. */
 #define ORIN_OP_SAMPLE_CANDIDATES  "sample.candidates"
 
+/* Matmuls over quantized weights (see orin_matmul_quant_args): one op per
+ * weight format, so that a plugin offers the formats it has kernels for and
+ * a model whose weights are in a format the device lacks fails to bind with
+ * the registry's line naming the op, device and dtype. */
+#define ORIN_OP_MATMUL_AWQ4        "matmul.awq4"
+#define ORIN_OP_MATMUL_INT8        "matmul.int8"
+
 /* out[i, :] = table[ids[i], :]      table [V, d], ids i32 [n], out [n, d] */
 typedef struct orin_embedding_args {
     orin_tensor table;
@@ -209,6 +216,58 @@ typedef struct orin_rope_kv_write_args {
     float theta;
     orin_kv_view cache;
 } orin_rope_kv_write_args;
+
+/* ---- quantized weights ---- */
+
+/* How a linear layer's weight is stored. */
+typedef enum orin_weight_format {
+    ORIN_WEIGHT_FLOAT = 0, /* the compute dtype, [out, in]: matmul */
+    ORIN_WEIGHT_AWQ4,      /* AWQ int4, GEMM layout: matmul.awq4 */
+    ORIN_WEIGHT_INT8,      /* int8, symmetric: matmul.int8 */
+} orin_weight_format;
+
+/* A quantized weight w [out, in] (in: input width, out: outputs), group =
+ * group_size input values sharing a scale (and a zero), groups = in / group:
+ *
+ * AWQ int4, the GEMM layout AutoAWQ writes and the published Qwen AWQ
+ * checkpoints ship (loaded as they are):
+ *   qweight i32 [in, out/8]: word (k, j) holds q[k][8j + c], c = 0..7, in its
+ *                bits orin_awq_shift(c)..+3 (AWQ's interleaved order)
+ *   zeros   i32 [groups, out/8]: z[g][n], packed the same way
+ *   scales  f16 [groups, out]
+ *   w[n][k] = (q[k][n] - z[k / group][n]) * scales[k / group][n],  q, z in 0..15
+ * int8, quantized at load (model.quant = int8):
+ *   qweight i8  [out, in] (the float weight's layout), q in -127..127
+ *   zeros   none (data NULL): symmetric
+ *   scales  f16 [out, groups]
+ *   w[n][k] = q[n][k] * scales[n][k / group]
+ * Both products are exact in f32 (an integer below 2^5 or 2^8 times an f16),
+ * so every implementation dequantizes to the same f32 weights. Scales stay
+ * f16 whatever the compute dtype. */
+typedef struct orin_qweight {
+    orin_tensor qweight;
+    orin_tensor zeros;
+    orin_tensor scales;
+    int32_t group_size;   /* divides in */
+} orin_qweight;
+
+/* Where column c (0..7) of an AWQ word sits: nibble i holds column
+ * {0, 2, 4, 6, 1, 3, 5, 7}[i], so column c is nibble {0, 4, 1, 5, 2, 6, 3, 7}[c]. */
+static inline ORIN_HOST_DEVICE int orin_awq_shift(int c)
+{
+    return 4 * ((c & 1) * 4 + (c >> 1));
+}
+
+/* y = x . w^T (+ bias), w dequantized as above, accumulated in f32: the
+ * function of orin_matmul_args with the dequantized weight.
+ *   x [.., in], y [.., out] with x's rows, bias [out] or data NULL, all in the
+ *   compute dtype. matmul.awq4: out a multiple of 8. */
+typedef struct orin_matmul_quant_args {
+    orin_tensor x;
+    orin_qweight w;
+    orin_tensor bias;
+    orin_tensor y;
+} orin_matmul_quant_args;
 
 /* ---- sampling ---- */
 

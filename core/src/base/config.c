@@ -85,15 +85,23 @@ typedef struct key_def {
 
 static const char *const device_names[] = {"auto", "cpu", "cuda", NULL};
 static const char *const score_paths[] = {"prefill", "decode", NULL};
+static const char *const quant_modes[] = {"none", "int8", NULL};
 
 _Static_assert(sizeof(orin_score_path) == sizeof(int), "KEY_ENUM stores an int");
 _Static_assert(ORIN_SCORE_PREFILL == 0 && ORIN_SCORE_DECODE == 1, "score_paths order");
+_Static_assert(sizeof(orin_load_quant) == sizeof(int), "KEY_ENUM stores an int");
+_Static_assert(ORIN_LOAD_QUANT_NONE == 0 && ORIN_LOAD_QUANT_INT8 == 1, "quant_modes order");
 
 static const key_def keys[] = {
     {"model", "path", KEY_PATH, FIELD(model.path), .def = "",
      .doc = "Hugging Face model folder (config.json, *.safetensors, tokenizer.json)"},
     {"model", "dtype", KEY_DTYPE, FIELD(model.dtype), .def = "f32",
      .doc = "compute dtype: f32, f16 or bf16 (also fp32, fp16, float32, float16, bfloat16)"},
+    {"model", "quant", KEY_ENUM, FIELD(model.quant), .choices = quant_modes, .def = "none",
+     .doc = "quantize the linear layers at load: none, or int8 (symmetric, an f16 scale per "
+            "128 inputs); a quantized folder (AWQ) is used as it is"},
+    {"model", "quant_lm_head", KEY_BOOL, FIELD(model.quant_lm_head), .def = "false",
+     .doc = "with quant = int8, quantize lm_head too (the embeddings stay float)"},
 
     {"runtime", "device", KEY_ENUM_STR, FIELD(runtime.device), .choices = device_names,
      .flags = KEY_DEVICE, .def = "auto",

@@ -14,6 +14,10 @@
  *   - Sliding window attention only exists when use_sliding_window is true, a
  *     sliding_window is set and some layer >= max_window_layers (or listed in
  *     layer_types) is a sliding layer. Only then is it rejected.
+ *   - quantization_config: AwqConfig's defaults (bits 4, group_size 128,
+ *     zero_point true, format/version gemm); modules_to_not_convert matched
+ *     as substrings of the full module name. Other methods and AWQ variants
+ *     are rejected, naming the key.
  */
 #include "orin/model_config.h"
 #include "orin/error.h"
@@ -26,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* The transformers defaults for fields a config may leave out. */
 #define QWEN_DEFAULT_KV_HEADS 32
@@ -350,6 +355,110 @@ static int parse_sizes(const cJSON *root, const char *name, orin_model_config *c
     return 0;
 }
 
+/* ---- quantization_config ----
+ * transformers' AwqConfig defaults for keys left out: bits 4, group_size 128,
+ * zero_point true, format gemm ("version", the older key, wins when set, in
+ * any case). Keys orin has no use for (backend, do_fuse, ...) are ignored. */
+#define AWQ_DEFAULT_GROUP 128
+
+static int quant_error(const char *name, const char *sub, const cJSON *v, const char *why)
+{
+    char key[64];
+    snprintf(key, sizeof key, "quantization_config.%s", sub);
+    return bad_value(name, key, v, why);
+}
+
+static int parse_quant_ints(const cJSON *qc, const char *name, orin_quant_config *q)
+{
+    const cJSON *bits = field(qc, "bits"), *group = field(qc, "group_size");
+    q->bits = 4;
+    if (!is_null_or_absent(bits)) {
+        if (!cJSON_IsNumber(bits) || bits->valuedouble != 4)
+            return quant_error(name, "bits", bits, "orin runs 4-bit AWQ");
+    }
+    q->group_size = AWQ_DEFAULT_GROUP;
+    if (is_null_or_absent(group))
+        return 0;
+    if (!cJSON_IsNumber(group) || group->valuedouble != floor(group->valuedouble) ||
+        (group->valuedouble < 1 && group->valuedouble != -1) || group->valuedouble > INT32_MAX)
+        return quant_error(name, "group_size", group,
+                           "not a positive integer (or -1: one group per row)");
+    q->group_size = group->valuedouble == -1 ? 0 : (int32_t)group->valuedouble;
+    return 0;
+}
+
+static int parse_quant_variant(const cJSON *qc, const char *name)
+{
+    const cJSON *zero = field(qc, "zero_point");
+    if (!is_null_or_absent(zero) && !cJSON_IsTrue(zero))
+        return quant_error(name, "zero_point", zero,
+                           "orin runs AWQ with zero points (zero_point true)");
+    const char *sub = "version";
+    const cJSON *format = field(qc, sub);
+    if (is_null_or_absent(format)) {
+        sub = "format";
+        format = field(qc, sub);
+    }
+    if (is_null_or_absent(format))
+        return 0;
+    if (!cJSON_IsString(format) || strcasecmp(format->valuestring, "gemm") != 0)
+        return quant_error(name, sub, format,
+                           "unsupported AWQ layout (orin runs gemm, as AutoAWQ writes it)");
+    return 0;
+}
+
+static int parse_quant_skip(const cJSON *qc, const char *name, orin_quant_config *q)
+{
+    const cJSON *list = field(qc, "modules_to_not_convert");
+    if (is_null_or_absent(list))
+        return 0;
+    if (!cJSON_IsArray(list))
+        return quant_error(name, "modules_to_not_convert", list, "not a list of module names");
+    if (cJSON_GetArraySize(list) > ORIN_QUANT_MAX_SKIP)
+        return quant_error(name, "modules_to_not_convert", list, "more names than orin keeps (32)");
+    const cJSON *item;
+    cJSON_ArrayForEach(item, list) {
+        if (!cJSON_IsString(item) || !item->valuestring[0] ||
+            strlen(item->valuestring) >= ORIN_QUANT_SKIP_LEN)
+            return quant_error(name, "modules_to_not_convert", item,
+                               "not a module name (1 to 127 characters)");
+        memcpy(q->skip[q->n_skip++], item->valuestring, strlen(item->valuestring) + 1);
+    }
+    return 0;
+}
+
+/* Absent or null: float weights. */
+static int parse_quant(const cJSON *root, const char *name, orin_quant_config *q)
+{
+    memset(q, 0, sizeof *q);
+    const cJSON *qc = field(root, "quantization_config");
+    if (is_null_or_absent(qc))
+        return 0;
+    if (!cJSON_IsObject(qc))
+        return bad_value(name, "quantization_config", qc, "not an object");
+    const cJSON *method = field(qc, "quant_method");
+    if (is_null_or_absent(method))
+        return orin_error_set("%s: missing field 'quantization_config.quant_method'", name);
+    if (!cJSON_IsString(method) || strcasecmp(method->valuestring, "awq") != 0)
+        return quant_error(name, "quant_method", method,
+                           "unsupported quantization method (orin runs awq)");
+    if (parse_quant_ints(qc, name, q) || parse_quant_variant(qc, name) ||
+        parse_quant_skip(qc, name, q))
+        return -1;
+    q->method = ORIN_QUANT_AWQ;
+    return 0;
+}
+
+bool orin_quant_covers(const orin_quant_config *q, const char *module)
+{
+    if (q->method == ORIN_QUANT_NONE)
+        return false;
+    for (int32_t i = 0; i < q->n_skip; i++)
+        if (strstr(module, q->skip[i]))
+            return false;
+    return true;
+}
+
 static bool only_spaces(const char *p, const char *end)
 {
     for (; p < end; p++)
@@ -379,7 +488,8 @@ int orin_model_config_parse(const char *json, size_t len, const char *name, orin
                             QWEN_DEFAULT_RMS_EPS, &cfg.rms_norm_eps) ||
         parse_rope(root, name, &cfg) || parse_sliding_window(root, name, &cfg) ||
         get_bool(root, "tie_word_embeddings", name, false, &cfg.tie_word_embeddings) ||
-        parse_dtype(root, name, &cfg) || parse_special_tokens(root, name, &cfg))
+        parse_dtype(root, name, &cfg) || parse_special_tokens(root, name, &cfg) ||
+        parse_quant(root, name, &cfg.quant))
         goto out;
 
     if (cfg.arch == ORIN_ARCH_QWEN2) {

@@ -252,6 +252,82 @@ int orin_check_matmul(const char *label, const orin_exec *ex, const orin_matmul_
     return 0;
 }
 
+/* The packed tensors of an AWQ weight of in x out. */
+static int check_awq4_weight(const char *label, const orin_qweight *w, int64_t in, int64_t out,
+                             int64_t groups, orin_device_kind device)
+{
+    if (out % 8 != 0)
+        return orin_error_set("%s: y: %lld outputs, AWQ packs 8 a word (a multiple of 8)",
+                              label, (long long)out);
+    return orin_check_tensor(label, "qweight", &w->qweight, device, ORIN_I32, 2, 2) ||
+                   orin_check_dim(label, "qweight", &w->qweight, 0, in) ||
+                   orin_check_dim(label, "qweight", &w->qweight, 1, out / 8) ||
+                   orin_check_tensor(label, "zeros", &w->zeros, device, ORIN_I32, 2, 2) ||
+                   orin_check_dim(label, "zeros", &w->zeros, 0, groups) ||
+                   orin_check_dim(label, "zeros", &w->zeros, 1, out / 8) ||
+                   orin_check_tensor(label, "scales", &w->scales, device, ORIN_F16, 2, 2) ||
+                   orin_check_dim(label, "scales", &w->scales, 0, groups) ||
+                   orin_check_dim(label, "scales", &w->scales, 1, out)
+               ? -1
+               : 0;
+}
+
+/* The tensors of an int8 weight of in x out (no zeros: symmetric). */
+static int check_int8_weight(const char *label, const orin_qweight *w, int64_t in, int64_t out,
+                             int64_t groups, orin_device_kind device)
+{
+    if (w->zeros.data)
+        return orin_error_set("%s: zeros: int8 weights are symmetric and have none", label);
+    return orin_check_tensor(label, "qweight", &w->qweight, device, ORIN_I8, 2, 2) ||
+                   orin_check_dim(label, "qweight", &w->qweight, 0, out) ||
+                   orin_check_dim(label, "qweight", &w->qweight, 1, in) ||
+                   orin_check_tensor(label, "scales", &w->scales, device, ORIN_F16, 2, 2) ||
+                   orin_check_dim(label, "scales", &w->scales, 0, out) ||
+                   orin_check_dim(label, "scales", &w->scales, 1, groups)
+               ? -1
+               : 0;
+}
+
+int orin_check_matmul_quant(const char *label, const orin_exec *ex,
+                            const orin_matmul_quant_args *a, orin_weight_format fmt,
+                            orin_device_kind device, orin_dtype dt)
+{
+    if (orin_check_exec(label, ex, device) ||
+        orin_check_tensor(label, "x", &a->x, device, dt, 1, ORIN_MAX_DIMS) ||
+        orin_check_tensor(label, "y", &a->y, device, dt, 1, ORIN_MAX_DIMS))
+        return -1;
+    const int64_t in = a->x.shape[a->x.ndim - 1], out = a->y.shape[a->y.ndim - 1];
+    const int32_t group = a->w.group_size;
+    if (group < 1 || in % group != 0)
+        return orin_error_set("%s: group_size %d does not divide the input width %lld", label,
+                              group, (long long)in);
+    const int64_t groups = in / group;
+    if (fmt == ORIN_WEIGHT_AWQ4) {
+        if (check_awq4_weight(label, &a->w, in, out, groups, device))
+            return -1;
+    } else if (fmt == ORIN_WEIGHT_INT8) {
+        if (check_int8_weight(label, &a->w, in, out, groups, device))
+            return -1;
+    } else {
+        return orin_error_set("%s: weight format %d is not a quantized one", label, (int)fmt);
+    }
+    if (a->bias.data &&
+        (orin_check_tensor(label, "bias", &a->bias, device, dt, 1, 1) ||
+         orin_check_dim(label, "bias", &a->bias, 0, out) ||
+         orin_check_alias(label, "y", &a->y, "bias", &a->bias, false)))
+        return -1;
+    if (orin_tensor_rows(&a->y) != orin_tensor_rows(&a->x))
+        return orin_error_set("%s: y has %lld rows, x has %lld", label,
+                              (long long)orin_tensor_rows(&a->y),
+                              (long long)orin_tensor_rows(&a->x));
+    if (orin_check_alias(label, "y", &a->y, "x", &a->x, false) ||
+        orin_check_alias(label, "y", &a->y, "qweight", &a->w.qweight, false) ||
+        orin_check_alias(label, "y", &a->y, "scales", &a->w.scales, false) ||
+        (a->w.zeros.data && orin_check_alias(label, "y", &a->y, "zeros", &a->w.zeros, false)))
+        return -1;
+    return 0;
+}
+
 int orin_check_binary(const char *label, const orin_exec *ex, const char *a_name,
                       const orin_tensor *a, const char *b_name, const orin_tensor *b,
                       const orin_tensor *out, orin_device_kind device, orin_dtype dt)

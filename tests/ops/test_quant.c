@@ -1,0 +1,326 @@
+/* matmul.awq4 and matmul.int8 through the registry, on the target device,
+ * against a double-precision dequantize-then-matmul written here: random
+ * integers, zeros and f16 scales (fresh, seeded) packed here into the formats
+ * of orin/ops.h (AWQ's nibble order spelled out as its own table, not through
+ * orin_awq_shift), outputs poisoned with NaN first. Sizes cross the CPU's
+ * tiles (64 outputs, 256 rows of x) and their tails, with group sizes from 4
+ * to the whole width; f32, f16 and bf16 activations, with and without a bias;
+ * bad calls are errors naming the tensor.
+ *
+ * On cuda the suite skips (77) while no plugin registers the ops there. */
+#include "ops_test.h"
+
+#include "orin/error.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const orin_dtype float_dtypes[] = {ORIN_F32, ORIN_F16, ORIN_BF16};
+
+/* AWQ: nibble i (bits 4i..4i+3) of word j holds output column 8j + AWQ_ORDER[i]
+ * (AutoAWQ's WQLinear_GEMM.from_linear, order_map). */
+static const int AWQ_ORDER[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+
+static bool have_op(const char *op)
+{
+    return orin_registry_find(ops_test_registry(), op, "common", ops_target(), ORIN_F32) != NULL;
+}
+
+/* An f16 scale in [lo, hi), as its bits and its exact value. */
+static uint16_t random_scale(ops_rng *r, double lo, double hi, double *value)
+{
+    uint16_t bits = orin_f32_to_f16((float)ops_rng_uniform(r, lo, hi));
+    *value = orin_f16_to_f32(bits);
+    return bits;
+}
+
+/* The case's tensors on the host, its dequantized weight w[out][in] in double. */
+typedef struct quant_case {
+    orin_dtype dt;
+    int64_t n, in, out;
+    int32_t group;
+    bool bias;
+    ops_buf x, b, y;
+    void *qweight, *zeros;       /* host memory of the packed formats */
+    uint16_t *scales;
+    double *w;
+} quant_case;
+
+static void case_free(quant_case *c)
+{
+    ops_buf_free(&c->x);
+    ops_buf_free(&c->b);
+    ops_buf_free(&c->y);
+    free(c->qweight);
+    free(c->zeros);
+    free(c->scales);
+    free(c->w);
+    ops_release();
+}
+
+static quant_case case_make(orin_dtype dt, int64_t n, int64_t in, int64_t out, int32_t group,
+                            bool bias, uint64_t seed)
+{
+    quant_case c = {.dt = dt, .n = n, .in = in, .out = out, .group = group, .bias = bias};
+    ops_rng rng = {.state = seed + (uint64_t)(n * 131 + in * 17 + out * 3 + group)};
+    c.x = ops_buf_random(&rng, dt, (size_t)(n * in), -1, 1);
+    c.b = ops_buf_random(&rng, dt, (size_t)out, -1, 1);
+    c.y = ops_buf_nan(dt, (size_t)(n * out));
+    c.w = malloc((size_t)(out * in) * sizeof *c.w);
+    return c;
+}
+
+/* q[k][o] in 0..15 (both ends included), z[g][o] in 0..15, scales [groups][out],
+ * packed into qweight [in][out/8] and zeros [groups][out/8]. */
+static void fill_awq(quant_case *c, ops_rng *rng)
+{
+    const int64_t in = c->in, out = c->out, groups = in / c->group, words = out / 8;
+    uint32_t *qw = calloc((size_t)(in * words), sizeof *qw);
+    uint32_t *zw = calloc((size_t)(groups * words), sizeof *zw);
+    uint8_t *z = malloc((size_t)(groups * out));
+    double *s = malloc((size_t)(groups * out) * sizeof *s);
+    c->scales = malloc((size_t)(groups * out) * sizeof *c->scales);
+    for (int64_t i = 0; i < groups * out; i++) {
+        z[i] = (uint8_t)(ops_rng_next(rng) % 16);
+        c->scales[i] = random_scale(rng, 0.002, 0.05, &s[i]);
+    }
+    for (int64_t g = 0; g < groups; g++)
+        for (int64_t j = 0; j < words; j++)
+            for (int i = 0; i < 8; i++)
+                zw[g * words + j] |= (uint32_t)z[g * out + 8 * j + AWQ_ORDER[i]] << (4 * i);
+    for (int64_t k = 0; k < in; k++) {
+        const int64_t g = k / c->group;
+        for (int64_t j = 0; j < words; j++)
+            for (int i = 0; i < 8; i++) {
+                const int64_t o = 8 * j + AWQ_ORDER[i];
+                uint32_t q = (uint32_t)(ops_rng_next(rng) % 16);
+                if (k == 0 && o < 2)
+                    q = o ? 15 : 0; /* both ends of the range */
+                qw[k * words + j] |= q << (4 * i);
+                c->w[o * in + k] = ((double)q - z[g * out + o]) * s[g * out + o];
+            }
+    }
+    c->qweight = qw;
+    c->zeros = zw;
+    free(z);
+    free(s);
+}
+
+/* q[o][k] in -127..127 (both ends included), scales [out][groups]. */
+static void fill_int8(quant_case *c, ops_rng *rng)
+{
+    const int64_t in = c->in, out = c->out, groups = in / c->group;
+    int8_t *q = malloc((size_t)(out * in));
+    c->scales = malloc((size_t)(out * groups) * sizeof *c->scales);
+    for (int64_t o = 0; o < out; o++)
+        for (int64_t g = 0; g < groups; g++) {
+            double s;
+            c->scales[o * groups + g] = random_scale(rng, 1e-4, 0.01, &s);
+            for (int64_t k = g * c->group; k < (g + 1) * c->group; k++) {
+                int v = (int)(ops_rng_next(rng) % 255) - 127;
+                if (o == 0 && k < 2)
+                    v = k ? 127 : -127;
+                q[o * in + k] = (int8_t)v;
+                c->w[o * in + k] = v * s;
+            }
+        }
+    c->qweight = q;
+}
+
+/* The call struct over the case's tensors on the target. */
+static orin_matmul_quant_args case_args(quant_case *c, orin_weight_format fmt)
+{
+    const int64_t in = c->in, out = c->out, groups = in / c->group;
+    orin_matmul_quant_args a = {
+        .x = ops_tensor(c->x.data, c->dt, 2, (int64_t[]){c->n, in}),
+        .y = ops_tensor(c->y.data, c->dt, 2, (int64_t[]){c->n, out}),
+        .w.group_size = c->group,
+    };
+    if (fmt == ORIN_WEIGHT_AWQ4) {
+        a.w.qweight = ops_tensor(c->qweight, ORIN_I32, 2, (int64_t[]){in, out / 8});
+        a.w.zeros = ops_tensor(c->zeros, ORIN_I32, 2, (int64_t[]){groups, out / 8});
+        a.w.scales = ops_tensor(c->scales, ORIN_F16, 2, (int64_t[]){groups, out});
+    } else {
+        a.w.qweight = ops_tensor(c->qweight, ORIN_I8, 2, (int64_t[]){out, in});
+        a.w.scales = ops_tensor(c->scales, ORIN_F16, 2, (int64_t[]){out, groups});
+    }
+    if (c->bias)
+        a.bias = ops_tensor(c->b.data, c->dt, 1, &c->out);
+    return a;
+}
+
+/* y against sum_k x[r][k] w[o][k] (+ bias[o]) in double, to the dtype's
+ * tolerance of the sum of the magnitudes. */
+static void case_check(quant_case *c, const char *what)
+{
+    const int64_t n = c->n, in = c->in, out = c->out;
+    double *ref = malloc((size_t)(n * out) * sizeof *ref);
+    double *scale = malloc((size_t)(n * out) * sizeof *scale);
+    for (int64_t r = 0; r < n; r++)
+        for (int64_t o = 0; o < out; o++) {
+            double sum = c->bias ? c->b.value[o] : 0, mag = c->bias ? fabs(c->b.value[o]) : 0;
+            for (int64_t k = 0; k < in; k++) {
+                double p = c->x.value[r * in + k] * c->w[o * in + k];
+                sum += p;
+                mag += fabs(p);
+            }
+            ref[r * out + o] = sum;
+            scale[r * out + o] = mag;
+        }
+    ops_buf_fetch(&c->y);
+    ops_check_close(what, &c->y, ref, scale, ops_tol(c->dt), ops_atol(c->dt));
+    free(ref);
+    free(scale);
+}
+
+static void quant_case_run(orin_weight_format fmt, orin_dtype dt, int64_t n, int64_t in,
+                           int64_t out, int32_t group, bool bias)
+{
+    const char *op = fmt == ORIN_WEIGHT_AWQ4 ? ORIN_OP_MATMUL_AWQ4 : ORIN_OP_MATMUL_INT8;
+    quant_case c = case_make(dt, n, in, out, group, bias, fmt == ORIN_WEIGHT_AWQ4 ? 700 : 800);
+    ops_rng rng = {.state = 900 + (uint64_t)(n + in + out + group)};
+    if (fmt == ORIN_WEIGHT_AWQ4)
+        fill_awq(&c, &rng);
+    else
+        fill_int8(&c, &rng);
+    orin_matmul_quant_args a = case_args(&c, fmt);
+    const orin_op_impl *impl = ops_test_impl(op, "common", dt);
+    orin_exec ex = ops_test_exec(0);
+    char what[160];
+    snprintf(what, sizeof what, "%s %s %lldx%lld . [%lldx%lld, group %d]^T%s", op,
+             orin_dtype_name(dt), (long long)n, (long long)in, (long long)out, (long long)in,
+             group, bias ? " + bias" : "");
+    orin_error_clear();
+    if (impl) {
+        int rc = impl->run(&ex, &a);
+        CHECK(rc == 0, "%s: %s", what, orin_error());
+        if (rc == 0)
+            case_check(&c, what);
+    }
+    case_free(&c);
+}
+
+/* (n, in, out, group): one row (decode) and several (prefill), one word of
+ * outputs to several tiles with a tail, x rows past one chunk of 256 (and a
+ * last chunk of one row), groups from 4 to the whole width. */
+typedef struct shape {
+    int64_t n, in, out;
+    int32_t group;
+} shape;
+
+static const shape awq_shapes[] = {
+    {1, 64, 8, 64},    {1, 96, 200, 32},  {1, 256, 64, 128}, {1, 48, 24, 48},
+    {3, 40, 72, 8},    {7, 128, 136, 16}, {300, 64, 80, 32}, {257, 32, 16, 4},
+};
+static const shape int8_shapes[] = {
+    {1, 1, 1, 1},     {1, 67, 33, 67},   {1, 256, 65, 128}, {1, 300, 129, 100},
+    {5, 96, 70, 32},  {300, 64, 65, 64}, {257, 16, 8, 4},
+};
+/* The GPU's sizes: real layer widths. */
+static const shape gpu_shapes[] = {
+    {1, 4096, 4096, 128}, {1, 4096, 12288, 128}, {33, 1024, 2048, 128}, {300, 2048, 520, 64},
+};
+
+static void test_format(orin_weight_format fmt, orin_dtype dt)
+{
+    const shape *shapes = fmt == ORIN_WEIGHT_AWQ4 ? awq_shapes : int8_shapes;
+    size_t count = fmt == ORIN_WEIGHT_AWQ4 ? sizeof awq_shapes / sizeof awq_shapes[0]
+                                           : sizeof int8_shapes / sizeof int8_shapes[0];
+    for (size_t i = 0; i < count; i++)
+        for (int bias = 0; bias < 2; bias++)
+            quant_case_run(fmt, dt, shapes[i].n, shapes[i].in, shapes[i].out, shapes[i].group,
+                           bias);
+    for (size_t i = 0; ops_on_gpu() && !ops_test_quick() && i < 4; i++)
+        quant_case_run(fmt, dt, gpu_shapes[i].n, gpu_shapes[i].in, gpu_shapes[i].out,
+                       gpu_shapes[i].group, i % 2);
+}
+
+/* ---- bad calls ---- */
+
+static void test_errors(orin_dtype dt)
+{
+    const orin_op_impl *awq = ops_test_impl(ORIN_OP_MATMUL_AWQ4, "common", dt);
+    const orin_op_impl *i8 = ops_test_impl(ORIN_OP_MATMUL_INT8, "common", dt);
+    if (!awq || !i8)
+        return;
+    orin_exec ex = ops_test_exec(0);
+    quant_case c = case_make(dt, 2, 64, 16, 32, true, 1);
+    ops_rng rng = {.state = 5};
+    fill_awq(&c, &rng);
+    orin_matmul_quant_args a = case_args(&c, ORIN_WEIGHT_AWQ4), bad = a;
+    bad.w.group_size = 24;
+    ops_expect_error("group not dividing", awq, &ex, &bad,
+                     "matmul.awq4 (common): group_size 24 does not divide the input width 64");
+    bad = a;
+    bad.w.group_size = 0;
+    ops_expect_error("group 0", awq, &ex, &bad, "group_size 0");
+    bad = a;
+    bad.w.scales = ops_tensor(c.scales, ORIN_F16, 2, (int64_t[]){4, 8});
+    ops_expect_error("scales shape", awq, &ex, &bad, "scales: dimension 0 is 4, expected 2");
+    bad = a;
+    bad.w.zeros = ops_tensor(c.zeros, ORIN_I32, 2, (int64_t[]){2, 1});
+    ops_expect_error("zeros shape", awq, &ex, &bad, "zeros: dimension 1 is 1, expected 2");
+    bad = a;
+    bad.w.qweight = ops_tensor(c.qweight, ORIN_I8, 2, (int64_t[]){64, 2});
+    ops_expect_error("qweight dtype", awq, &ex, &bad, "qweight: dtype i8, expected i32");
+    bad = a;
+    bad.w.qweight = ops_tensor(c.qweight, ORIN_I32, 2, (int64_t[]){32, 2});
+    ops_expect_error("qweight rows", awq, &ex, &bad, "qweight: dimension 0 is 32, expected 64");
+    bad = a;
+    bad.y = ops_tensor(c.y.data, dt, 2, (int64_t[]){2, 12});
+    ops_expect_error("outputs not 8k", awq, &ex, &bad, "12 outputs");
+    bad = a;
+    bad.bias = ops_tensor(c.b.data, dt, 1, (int64_t[]){8});
+    ops_expect_error("bias length", awq, &ex, &bad, "bias: dimension 0 is 8, expected 16");
+    bad = a;
+    bad.y = ops_tensor(c.x.data, dt, 2, (int64_t[]){2, 16});
+    ops_expect_error("y over x", awq, &ex, &bad, "y overlaps x");
+    bad = a;
+    bad.y = ops_tensor(c.y.data, dt, 2, (int64_t[]){1, 16});
+    ops_expect_error("y rows", awq, &ex, &bad, "y has 1 rows, x has 2");
+    ops_expect_error("awq args to int8", i8, &ex, &a, "zeros: int8 weights are symmetric");
+    bad = a;
+    bad.w.zeros = (orin_tensor){0};
+    bad.w.scales = ops_tensor(c.scales, ORIN_F16, 2, (int64_t[]){16, 2});
+    ops_expect_error("int8 qweight dtype", i8, &ex, &bad, "qweight: dtype i32, expected i8");
+    if (ops_on_gpu()) {
+        bad = a;
+        bad.w.scales = orin_tensor_make(c.scales, ORIN_F16, ORIN_DEVICE_CPU, 2,
+                                        (int64_t[]){2, 16});
+        ops_expect_error("scales on the host", awq, &ex, &bad, "scales: on cpu, expected cuda");
+    }
+    case_free(&c);
+}
+
+static void test_registrations(void)
+{
+    for (size_t i = 0; i < sizeof float_dtypes / sizeof float_dtypes[0]; i++) {
+        const char *ops[2] = {ORIN_OP_MATMUL_AWQ4, ORIN_OP_MATMUL_INT8};
+        for (int j = 0; j < 2; j++) {
+            const orin_op_impl *impl = ops_test_impl(ops[j], "common", float_dtypes[i]);
+            CHECK(impl && (impl->flags & ORIN_OP_REFERENCE) && (impl->flags & ORIN_OP_GRAPH_SAFE),
+                  "%s %s: not flagged reference and graph-safe", ops[j],
+                  orin_dtype_name(float_dtypes[i]));
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    ops_test_init(argc, argv);
+    ops_test_registry();
+    if (ops_on_gpu() && !have_op(ORIN_OP_MATMUL_AWQ4) && !have_op(ORIN_OP_MATMUL_INT8)) {
+        printf("skipped: no plugin runs matmul.awq4 or matmul.int8 on cuda yet\n");
+        ops_test_registry_free();
+        return TEST_SKIP;
+    }
+    test_registrations();
+    for (size_t i = 0; i < sizeof float_dtypes / sizeof float_dtypes[0]; i++) {
+        test_format(ORIN_WEIGHT_AWQ4, float_dtypes[i]);
+        test_format(ORIN_WEIGHT_INT8, float_dtypes[i]);
+        test_errors(float_dtypes[i]);
+    }
+    ops_test_registry_free();
+    return test_finish();
+}
