@@ -232,6 +232,19 @@ static int matvec(const orin_exec *ex, const orin_matmul_args *a, orin_dtype dt,
 
 /* ---- several rows of x ---- */
 
+int cpu_x_block(const orin_tensor *x, orin_dtype dt, int64_t r0, int64_t n, int64_t in,
+                int block_rows, float *buf, const float **xt)
+{
+    int rows = (int)(n - r0 < block_rows ? n - r0 : block_rows);
+    if (dt == ORIN_F32) {
+        *xt = (const float *)x->data + r0 * in;
+    } else {
+        orin_cpu_load_f32(buf, orin_cpu_elem(x->data, dt, r0 * in), dt, (size_t)rows * in);
+        *xt = buf;
+    }
+    return rows;
+}
+
 /* xt: rows r0..r0+rows-1 of x as f32 (in place for f32). */
 struct matmul_job {
     const orin_matmul_args *a;
@@ -306,14 +319,7 @@ static int matmul_rows(const orin_exec *ex, const orin_matmul_args *a, orin_dtyp
     int rc = 0;
     for (int64_t r0 = 0; r0 < n && rc == 0; r0 += MATMUL_X_ROWS) {
         job.r0 = r0;
-        job.rows = (int)(n - r0 < MATMUL_X_ROWS ? n - r0 : MATMUL_X_ROWS);
-        if (dt == ORIN_F32) {
-            job.xt = (const float *)a->x.data + r0 * in;
-        } else {
-            orin_cpu_load_f32(buf, orin_cpu_elem(a->x.data, dt, r0 * in), dt,
-                              (size_t)job.rows * in);
-            job.xt = buf;
-        }
+        job.rows = cpu_x_block(&a->x, dt, r0, n, in, MATMUL_X_ROWS, buf, &job.xt);
         rc = orin_cpu_parallel_for(workers, w_tiles, matmul_w_tile, &job);
     }
     free(buf);

@@ -27,4 +27,10 @@ void cpu_blas_single_thread(void);
 /* Threads for a job of `tiles` tiles: runtime.threads, no more than tiles. */
 int cpu_w_tile_workers(const orin_exec *ex, int64_t tiles);
 
+/* The matmuls' pass over x a block of rows at a time: rows r0.. (at most
+ * block_rows of the n) as f32 in *xt, x itself for f32, else converted into
+ * buf (block_rows * in floats). Returns the block's row count. */
+int cpu_x_block(const orin_tensor *x, orin_dtype dt, int64_t r0, int64_t n, int64_t in,
+                int block_rows, float *buf, const float **xt);
+
 #endif

@@ -254,14 +254,7 @@ static int matmul_quant(const orin_exec *ex, const orin_matmul_quant_args *a,
     int rc = 0;
     for (int64_t r0 = 0; r0 < n && rc == 0; r0 += X_ROWS) {
         job.r0 = r0;
-        job.rows = (int)(n - r0 < X_ROWS ? n - r0 : X_ROWS);
-        if (dt == ORIN_F32) {
-            job.xt = (const float *)a->x.data + r0 * in;
-        } else {
-            orin_cpu_load_f32(buf, orin_cpu_elem(a->x.data, dt, r0 * in), dt,
-                              (size_t)job.rows * in);
-            job.xt = buf;
-        }
+        job.rows = cpu_x_block(&a->x, dt, r0, n, in, X_ROWS, buf, &job.xt);
         rc = orin_cpu_parallel_for(workers, tiles, quant_tile, &job);
     }
     free(buf);

@@ -228,6 +228,21 @@ int orin_check_rope(const char *label, const orin_exec *ex, const orin_rope_args
     return 0;
 }
 
+/* A matmul's optional bias [out] (apart from y) and y with x's rows. */
+static int check_bias_and_rows(const char *label, const orin_tensor *x, const orin_tensor *bias,
+                               const orin_tensor *y, int64_t out, orin_device_kind device,
+                               orin_dtype dt)
+{
+    if (bias->data && (orin_check_tensor(label, "bias", bias, device, dt, 1, 1) ||
+                       orin_check_dim(label, "bias", bias, 0, out) ||
+                       orin_check_alias(label, "y", y, "bias", bias, false)))
+        return -1;
+    if (orin_tensor_rows(y) != orin_tensor_rows(x))
+        return orin_error_set("%s: y has %lld rows, x has %lld", label,
+                              (long long)orin_tensor_rows(y), (long long)orin_tensor_rows(x));
+    return 0;
+}
+
 int orin_check_matmul(const char *label, const orin_exec *ex, const orin_matmul_args *a,
                       orin_device_kind device, orin_dtype dt)
 {
@@ -240,16 +255,7 @@ int orin_check_matmul(const char *label, const orin_exec *ex, const orin_matmul_
         orin_check_alias(label, "y", &a->y, "x", &a->x, false) ||
         orin_check_alias(label, "y", &a->y, "w", &a->w, false))
         return -1;
-    if (a->bias.data &&
-        (orin_check_tensor(label, "bias", &a->bias, device, dt, 1, 1) ||
-         orin_check_dim(label, "bias", &a->bias, 0, a->w.shape[0]) ||
-         orin_check_alias(label, "y", &a->y, "bias", &a->bias, false)))
-        return -1;
-    if (orin_tensor_rows(&a->y) != orin_tensor_rows(&a->x))
-        return orin_error_set("%s: y has %lld rows, x has %lld", label,
-                              (long long)orin_tensor_rows(&a->y),
-                              (long long)orin_tensor_rows(&a->x));
-    return 0;
+    return check_bias_and_rows(label, &a->x, &a->bias, &a->y, a->w.shape[0], device, dt);
 }
 
 /* The packed tensors of an AWQ weight of in x out. */
@@ -311,15 +317,8 @@ int orin_check_matmul_quant(const char *label, const orin_exec *ex,
     } else {
         return orin_error_set("%s: weight format %d is not a quantized one", label, (int)fmt);
     }
-    if (a->bias.data &&
-        (orin_check_tensor(label, "bias", &a->bias, device, dt, 1, 1) ||
-         orin_check_dim(label, "bias", &a->bias, 0, out) ||
-         orin_check_alias(label, "y", &a->y, "bias", &a->bias, false)))
+    if (check_bias_and_rows(label, &a->x, &a->bias, &a->y, out, device, dt))
         return -1;
-    if (orin_tensor_rows(&a->y) != orin_tensor_rows(&a->x))
-        return orin_error_set("%s: y has %lld rows, x has %lld", label,
-                              (long long)orin_tensor_rows(&a->y),
-                              (long long)orin_tensor_rows(&a->x));
     if (orin_check_alias(label, "y", &a->y, "x", &a->x, false) ||
         orin_check_alias(label, "y", &a->y, "qweight", &a->w.qweight, false) ||
         orin_check_alias(label, "y", &a->y, "scales", &a->w.scales, false) ||
