@@ -117,7 +117,7 @@ struct orin_model {
     orin_graph *prefill;                  /* rebuilt per chunk */
     orin_graph *decode;                   /* built once, run every step */
     bool replay_decode;                   /* runtime.cuda_graph and the device can */
-    int decode_steps;                     /* eager decode steps so far */
+    bool decode_warm;                     /* a decode step has run eagerly */
     void *decode_replay;                  /* the captured decode step (a CUDA graph) */
     orin_profile *profile;                /* --profile: decode steps run op by op, timed */
 
@@ -598,29 +598,43 @@ static orin_attention_args attention_probe(const orin_model *m, int32_t rows, in
     };
 }
 
-/* The fused ops the registry has for the model's device and dtype (any
- * provider; none is an error: the graph then runs the plain sequence). */
-static int bind_fused_ops(orin_model *m, const orin_model_options *opt)
+/* The optional ops the registry has for the model's device and dtype (any
+ * provider; a missing one is no error): the fused ops (the graph then runs the
+ * plain sequence each stands for) where runtime.fused_ops wants them, and
+ * sample.candidates off the host (else orin_model_sample copies the logits
+ * back). The calls are shaped like the model's, for `supports`. */
+static void bind_optional_ops(orin_model *m, const orin_model_options *opt)
 {
     const orin_model_config *c = &m->cfg;
     const int64_t qd[3] = {1, c->num_attention_heads, c->head_dim};
     const int64_t kd[3] = {1, c->num_key_value_heads, c->head_dim};
+    const int64_t max = SAMPLE_MAX;
     const orin_rope_kv_write_args rope_probe = {
         .q = orin_tensor_make(NULL, m->dtype, m->dev->kind, 3, qd),
         .k = orin_tensor_make(NULL, m->dtype, m->dev->kind, 3, kd),
         .v = orin_tensor_make(NULL, m->dtype, m->dev->kind, 3, kd),
     };
+    const orin_sample_candidates_args sample_probe = {
+        .values = orin_tensor_make(NULL, ORIN_F32, m->dev->kind, 1, &max),
+        .ids = orin_tensor_make(NULL, ORIN_I32, m->dev->kind, 1, &max),
+        .top_k = 1,
+    };
+    const bool fused = opt->fused_ops, off_host = m->dev->kind != ORIN_DEVICE_CPU;
     struct {
         const char *op;
         const orin_op_impl **dst;
         const void *args;
+        bool wanted;
     } table[] = {
-        {ORIN_OP_ADD_RMSNORM, &m->op.add_rmsnorm, NULL},
-        {ORIN_OP_MATMUL_QKV, &m->op.matmul_qkv, NULL},
-        {ORIN_OP_MATMUL_SWIGLU, &m->op.matmul_swiglu, NULL},
-        {ORIN_OP_ROPE_KV_WRITE, &m->op.rope_kv_write, &rope_probe},
+        {ORIN_OP_ADD_RMSNORM, &m->op.add_rmsnorm, NULL, fused},
+        {ORIN_OP_MATMUL_QKV, &m->op.matmul_qkv, NULL, fused},
+        {ORIN_OP_MATMUL_SWIGLU, &m->op.matmul_swiglu, NULL, fused},
+        {ORIN_OP_ROPE_KV_WRITE, &m->op.rope_kv_write, &rope_probe, fused},
+        {ORIN_OP_SAMPLE_CANDIDATES, &m->op.sample, &sample_probe, off_host},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        if (!table[i].wanted)
+            continue;
         orin_bind_request req = {
             .op = table[i].op,
             .device = m->dev->kind,
@@ -629,25 +643,9 @@ static int bind_fused_ops(orin_model *m, const orin_model_options *opt)
         };
         *table[i].dst = orin_registry_bind(opt->registry, &req);
         if (*table[i].dst)
-            orin_log(ORIN_LOG_DEBUG, "fused op %s: \"%s\"", table[i].op, (*table[i].dst)->provider);
+            orin_log(ORIN_LOG_DEBUG, "optional op %s: \"%s\"", table[i].op,
+                     (*table[i].dst)->provider);
     }
-    orin_error_clear();
-    return 0;
-}
-
-/* sample.candidates for the model's device and dtype, if a plugin has it (else
- * orin_model_sample copies the logits back and samples on the host). */
-static void bind_sampling(orin_model *m, const orin_model_options *opt)
-{
-    const int64_t max = SAMPLE_MAX;
-    const orin_sample_candidates_args probe = {
-        .values = orin_tensor_make(NULL, ORIN_F32, m->dev->kind, 1, &max),
-        .ids = orin_tensor_make(NULL, ORIN_I32, m->dev->kind, 1, &max),
-        .top_k = 1,
-    };
-    orin_bind_request req = {.op = ORIN_OP_SAMPLE_CANDIDATES, .device = m->dev->kind,
-                             .dtype = m->dtype, .args = &probe};
-    m->op.sample = orin_registry_bind(opt->registry, &req);
     orin_error_clear();
 }
 
@@ -711,9 +709,8 @@ static int bind_ops(orin_model *m, const orin_model_options *opt)
     }
     if (bind_quant_ops(m, opt) != 0)
         return -1;
-    if (m->dev->kind != ORIN_DEVICE_CPU)
-        bind_sampling(m, opt);
-    return opt->fused_ops ? bind_fused_ops(m, opt) : 0;
+    bind_optional_ops(m, opt);
+    return 0;
 }
 
 /* One activation buffer: [rows, cols] of dt (cols 0: a vector of rows). */
@@ -1171,20 +1168,25 @@ static int reserve_workspace(orin_model *m, const orin_graph *g)
     return reserve_bytes(m, orin_graph_workspace_size(g));
 }
 
+/* The exec every op of the model runs with: its device and its workspace. */
+static orin_exec model_exec(const orin_model *m)
+{
+    return (orin_exec){.device = m->dev, .workspace = m->workspace,
+                       .workspace_size = m->workspace_size};
+}
+
 static int run_graph(orin_model *m, const orin_graph *g)
 {
     if (reserve_workspace(m, g) != 0)
         return -1;
-    orin_exec ex = {.device = m->dev, .workspace = m->workspace,
-                    .workspace_size = m->workspace_size};
+    orin_exec ex = model_exec(m);
     return orin_graph_run(g, &ex);
 }
 
 static int queue_decode(void *ctx)
 {
     orin_model *m = ctx;
-    orin_exec ex = {.device = m->dev, .workspace = m->workspace,
-                    .workspace_size = m->workspace_size};
+    orin_exec ex = model_exec(m);
     return orin_graph_run(m->decode, &ex);
 }
 
@@ -1213,12 +1215,11 @@ static int run_decode(orin_model *m, int32_t pos)
     if (m->profile) {
         if (reserve_workspace(m, m->decode) != 0)
             return -1;
-        orin_exec ex = {.device = m->dev, .workspace = m->workspace,
-                        .workspace_size = m->workspace_size};
+        orin_exec ex = model_exec(m);
         return orin_graph_run_profiled(m->decode, &ex, m->profile, pos + 1);
     }
-    if (!m->replay_decode || m->decode_steps == 0) {
-        m->decode_steps++;
+    if (!m->replay_decode || !m->decode_warm) {
+        m->decode_warm = true;
         return run_graph(m, m->decode);
     }
     if (!m->decode_replay &&
@@ -1522,8 +1523,7 @@ static int32_t sample_on_device(orin_model *m, orin_sampler *s, const int32_t *h
     size_t ws = m->op.sample->workspace_size ? m->op.sample->workspace_size(&a) : 0;
     if (reserve_bytes(m, ws) != 0 || sync_history(m, history, n) != 0)
         return -1;
-    orin_exec ex = {.device = m->dev, .workspace = m->workspace,
-                    .workspace_size = m->workspace_size};
+    orin_exec ex = model_exec(m);
     if (m->op.sample->run(&ex, &a) != 0 ||
         m->dev->ops->copy_d2h(m->dev, host, m->sample_dev, sizeof *host) != 0)
         return -1;

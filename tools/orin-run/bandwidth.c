@@ -9,13 +9,6 @@
 #include <string.h>
 #include <time.h>
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* The host's bandwidth as decode uses it: every op thread streaming reads
  * through a buffer far larger than the caches. One task sums one slice. */
 enum { READ_SLICES = 64 };
@@ -53,10 +46,10 @@ static double measure_host_bandwidth(orin_device *dev)
     job.data = data;
     double best = 0;
     for (int i = 0; i < 5; i++) {
-        double t0 = now_s();
+        double t0 = orin_seconds();
         if (orin_cpu_parallel_for(orin_cpu_threads(dev), READ_SLICES, sum_slice, &job) != 0)
             break;
-        double bw = (double)bytes / (now_s() - t0);
+        double bw = (double)bytes / (orin_seconds() - t0);
         if (bw > best)
             best = bw;
     }
@@ -77,10 +70,10 @@ static double measure_copy_bandwidth(orin_device *dev)
     double best = 0;
     if (a && b && dev->ops->memset(dev, a, 1, bytes) == 0) {
         for (int i = 0; i < 5; i++) {
-            double t0 = now_s();
+            double t0 = orin_seconds();
             if (dev->ops->copy_d2d(dev, b, a, bytes) != 0 || dev->ops->synchronize(dev) != 0)
                 break;
-            double bw = 2.0 * (double)bytes / (now_s() - t0);
+            double bw = 2.0 * (double)bytes / (orin_seconds() - t0);
             if (bw > best)
                 best = bw;
         }

@@ -2,6 +2,7 @@
  * after the plugins (engine.c) so that the model can bind its ops. */
 #include "engine.h"
 
+#include "orin/cpu_util.h"
 #include "orin/error.h"
 #include "orin/file.h"
 #include "orin/ops.h"
@@ -12,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 static int load_failed(orin_engine *e)
@@ -113,12 +113,10 @@ int engine_open_model(orin_engine *e, const orin_cli *cli)
         .quant = cfg->model.quant == ORIN_LOAD_QUANT_INT8 ? ORIN_WEIGHT_INT8 : ORIN_WEIGHT_FLOAT,
         .quant_lm_head = cfg->model.quant_lm_head,
     };
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = orin_seconds();
     if (orin_model_load(&opt, &e->model) != 0)
         return load_failed(e); /* its errors name the file, or the key to change */
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    double seconds = orin_seconds() - t0;
     e->load_seconds = seconds;
     double gib = (double)orin_model_weight_bytes(e->model) / 1073741824.0;
     orin_log(ORIN_LOG_DEBUG, "model: %s loaded in %.2f s (%.2f GiB of %s weights on %s, "

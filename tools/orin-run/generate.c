@@ -1,6 +1,7 @@
 /* The token loop (see generate.h). */
 #include "generate.h"
 
+#include "orin/cpu_util.h"
 #include "orin/error.h"
 #include "orin/generation_config.h"
 
@@ -8,13 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---- setup ------------------------------------------------------------------- */
 
@@ -183,10 +177,10 @@ int generator_reply(generator *g, const int32_t *ids, size_t n_ids,
         goto out;
     }
     r->prompt_tokens = (int32_t)n_ids;
-    double t0 = now_s();
+    double t0 = orin_seconds();
     if (prefill_new(g, ids, (int32_t)n_ids, r) != 0)
         goto out;
-    r->prefill_s = now_s() - t0;
+    r->prefill_s = orin_seconds() - t0;
 
     r->stop = STOP_MAX_TOKENS;
     double t_first = 0;
@@ -199,7 +193,7 @@ int generator_reply(generator *g, const int32_t *ids, size_t n_ids,
         if (id < 0)
             goto out;
         if (r->generated == 0) {
-            t_first = now_s();
+            t_first = orin_seconds();
             r->first_token_s = t_first - t0;
         }
         r->generated++;
@@ -225,7 +219,7 @@ int generator_reply(generator *g, const int32_t *ids, size_t n_ids,
     if (orin_detokenizer_flush(dt, &tail, &tail_len) != 0 ||
         reply_append(r, tail, tail_len, g->stream) != 0)
         goto out;
-    r->decode_s = r->generated > 1 ? now_s() - t_first : 0;
+    r->decode_s = r->generated > 1 ? orin_seconds() - t_first : 0;
     rc = 0;
 out:
     orin_detokenizer_free(dt);

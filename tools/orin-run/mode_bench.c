@@ -26,13 +26,6 @@
 #include <string.h>
 #include <time.h>
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -55,10 +48,10 @@ typedef struct bench_result {
 static int one_run(orin_model *m, orin_sampler *greedy, int32_t *tokens, int32_t P, int32_t G,
                    double *prefill_s, double *decode_s)
 {
-    double t0 = now_s();
+    double t0 = orin_seconds();
     if (orin_model_prefill_on_device(m, tokens, P, 0) != 0)
         return -1;
-    double t1 = now_s();
+    double t1 = orin_seconds();
     for (int32_t i = 0; i < G; i++) {
         int32_t next = orin_model_sample(m, greedy, tokens, P + i);
         if (next < 0 || orin_model_decode(m, next, P + i, NULL) != 0)
@@ -66,7 +59,7 @@ static int one_run(orin_model *m, orin_sampler *greedy, int32_t *tokens, int32_t
         tokens[P + i] = next;
     }
     *prefill_s = t1 - t0;
-    *decode_s = now_s() - t1;
+    *decode_s = orin_seconds() - t1;
     return 0;
 }
 

@@ -314,12 +314,14 @@ int mode_generate(const orin_cli *cli)
     int code = engine_open_model(&e, cli);
     if (code != ORIN_EXIT_OK)
         return code;
-    if (generator_init(&g, &e, cli) != 0) {
+    orin_profile *profile = NULL;
+    if (generator_init(&g, &e, cli) != 0 ||
+        (cli->profile && !(profile = orin_profile_create(e.device)))) {
         fprintf(stderr, "orin-run: %s\n", orin_error());
+        generator_free(&g);
         engine_close(&e);
         return ORIN_EXIT_LOAD;
     }
-    orin_profile *profile = cli->profile ? orin_profile_create(e.device) : NULL;
     if (profile) /* the decode steps run op by op: the stats line shows that speed */
         orin_model_set_profile(e.model, profile);
     install_sigint();

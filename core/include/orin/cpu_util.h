@@ -11,6 +11,9 @@
 extern "C" {
 #endif
 
+/* Seconds on the monotonic clock, for timing (any origin). */
+double orin_seconds(void);
+
 /* ---- threads ---- */
 
 #define ORIN_CPU_MAX_THREADS 64

@@ -1,11 +1,11 @@
 /* The graph executor (see orin/graph.h). */
 #include "orin/graph.h"
+#include "orin/cpu_util.h"
 #include "orin/error.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct orin_node {
     const orin_op_impl *impl;
@@ -192,13 +192,6 @@ static int reserve_marks(orin_profile *p, size_t n)
     return 0;
 }
 
-static double wall_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Seconds of node i: on the wall clock (host), or between marks i and i + 1. */
 static int run_timed(const orin_graph *g, const orin_exec *ex, orin_profile *p, double *secs)
 {
@@ -209,14 +202,14 @@ static int run_timed(const orin_graph *g, const orin_exec *ex, orin_profile *p, 
         return -1;
     for (size_t i = 0; i < g->count; i++) {
         const orin_node *node = &g->nodes[i];
-        double t0 = marks ? 0 : wall_seconds();
+        double t0 = marks ? 0 : orin_seconds();
         if (node->impl->run(ex, node->args) != 0)
             return orin_error_prefix("%s %s (%s): ", node->label, node->impl->op,
                                      node->impl->provider);
         if (marks && ops->mark_record(p->dev, p->marks[i + 1]) != 0)
             return -1;
         if (!marks)
-            secs[i] = wall_seconds() - t0;
+            secs[i] = orin_seconds() - t0;
     }
     for (size_t i = 0; marks && i < g->count; i++)
         if (ops->mark_elapsed(p->dev, p->marks[i], p->marks[i + 1], &secs[i]) != 0)

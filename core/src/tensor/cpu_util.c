@@ -80,6 +80,11 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+double orin_seconds(void)
+{
+    return (double)now_ns() * 1e-9;
+}
+
 static inline void spin_pause(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
