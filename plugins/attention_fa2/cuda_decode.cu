@@ -299,6 +299,8 @@ __device__ void fa2d_combine_or_nan(const fa2d_params &P, int head0, int rows,
 template <typename T> __global__ void __launch_bounds__(FA2D_THREADS) fa2d_combine(const fa2d_params P)
 {
     __shared__ fa2d_combine_smem<1> cs;
+    orin_cu_allow_next();
+    orin_cu_wait_prior();
     fa2d_combine_or_nan<T, 1>(P, blockIdx.x, 1, cs);
 }
 
@@ -565,6 +567,8 @@ __global__ void __launch_bounds__(FA2D_THREADS, 4) fa2d_split_mma(const fa2d_par
 {
     constexpr int KJ = HD / 32, MT = HD / 16, R = FA2D_MMA_ROWS;
     __shared__ fa2d_smem<R, HD> sm;
+    orin_cu_allow_next(); // PDL (orin/cuda_util.cuh): q and the cache's newest row
+    orin_cu_wait_prior(); // come from the kernel before
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g = lane >> 2, t = lane & 3;
@@ -666,6 +670,8 @@ __global__ void __launch_bounds__(FA2D_THREADS, 1) fa2d_split_simt(const fa2d_pa
     constexpr bool LOG2 = sizeof(T) < 4;
     static_assert(LANES <= 32 && 32 % LANES == 0, "head_dim / VEC lanes per position");
     __shared__ fa2d_smem<R, HD> sm;
+    orin_cu_allow_next();
+    orin_cu_wait_prior();
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int slot = lane / LANES, sub = lane % LANES; // position slot, dims chunk
@@ -846,24 +852,8 @@ int fa2d_parse_config(fa2d_config *cfg)
 // away leaves its slab zeroed, reused if a stream with the same handle comes.
 int fa2d_stream_slab(const orin_exec *ex)
 {
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    static struct {
-        int device;
-        void *stream;
-    } owners[FA2D_SLABS];
-    static int used;
-    int slab = -1;
-    pthread_mutex_lock(&lock);
-    for (int i = 0; i < used && slab < 0; i++)
-        if (owners[i].device == ex->device->index && owners[i].stream == ex->device->stream)
-            slab = i;
-    if (slab < 0 && used < FA2D_SLABS) {
-        owners[used].device = ex->device->index;
-        owners[used].stream = ex->device->stream;
-        slab = used++;
-    }
-    pthread_mutex_unlock(&lock);
-    return slab;
+    static orin_cu_stream_slots slabs = ORIN_CU_STREAM_SLOTS_INIT;
+    return orin_cu_stream_slot(&slabs, ex, FA2D_SLABS);
 }
 
 // Whether the exec's GPU runs mma.sync for f16/bf16 (sm_80 and later).
@@ -983,15 +973,15 @@ int fa2d_launch(const orin_exec *ex, const orin_attention_args *a, orin_dtype dt
     if (sizeof(T) == 2)
         P.scale = a->scale * 1.4426950408889634f; // log2(e): the exp2 kernels' units
 
-    cudaStream_t stream = orin_cu_stream(ex);
-    kernel<<<dim3((unsigned)P.splits, (unsigned)units), FA2D_THREADS, 0, stream>>>(P);
+    orin_cu_launch(ex, true, kernel, dim3((unsigned)P.splits, (unsigned)units),
+                   dim3(FA2D_THREADS), 0, P);
     if (orin_cu_launched(FA2D_LABEL, dt, "%s %s, heads %d/%d, head_dim %d, max_kv_len %d, "
                          "splits %d", mma ? "mma" : "simt", P.slab >= 0 ? "fused" : "two-kernel",
                          P.heads, kv_heads, hd, a->max_kv_len, P.splits))
         return -1;
     if (P.slab >= 0)
         return 0;
-    fa2d_combine<T><<<(unsigned)P.heads, FA2D_THREADS, 0, stream>>>(P);
+    orin_cu_launch(ex, true, fa2d_combine<T>, dim3((unsigned)P.heads), dim3(FA2D_THREADS), 0, P);
     return orin_cu_launched(FA2D_LABEL, dt, "combine, heads %d, head_dim %d, splits %d", P.heads,
                             hd, P.splits);
 }

@@ -1,5 +1,6 @@
-/* ops_common's CUDA implementations (cuda.cu: everything but the matmul;
- * cuda_matmul.cu: the matmul through cuBLASLt), behind C entry points, for f32,
+/* ops_common's CUDA implementations (cuda.cu: everything but the matmuls;
+ * cuda_matmul.cu: the matmul through cuBLASLt; cuda_quant.cu: the matmuls over
+ * quantized weights), behind C entry points, for f32,
  * f16 and bf16 (`dt` is the dtype the implementation was registered for).
  *
  * All of them are graph-safe: they run on the exec's stream, never synchronize,
@@ -28,6 +29,30 @@ int cuda_kv_write(const orin_exec *ex, const orin_kv_write_args *a, orin_dtype d
 
 /* The matmul's cuBLASLt workspace (the same for every call). */
 size_t cuda_matmul_workspace_size(const void *args);
+
+/* The part of a workspace cuBLASLt gets: 256-byte aligned, at most
+ * cuda_matmul_workspace_size's bytes; *ws NULL (0 returned) when too small. */
+size_t cuda_matmul_usable_workspace(void *workspace, size_t size, void **ws);
+
+/* y [n, out] (row stride ldy) = x [n, in] . w^T (+ bias [out]) through
+ * cuBLASLt, f32 accumulation (cuda_matmul.cu). w is [out][in] row-major with
+ * row stride ldw, or, w_kmajor, [in][out] row-major with row stride ldw (the
+ * layout a dequantized AWQ slice comes in). No argument checks: the caller's
+ * op has made them. */
+typedef struct cuda_gemm {
+    int64_t n, in, out;
+    const void *x, *w, *bias;
+    void *y;
+    bool w_kmajor;
+    int64_t ldw, ldy;
+} cuda_gemm;
+int cuda_lt_gemm(const orin_exec *ex, const char *label, orin_dtype dt, const cuda_gemm *g,
+                 void *ws, size_t ws_bytes);
+
+/* matmul.awq4 and matmul.int8 (cuda_quant.cu). */
+int cuda_matmul_awq4(const orin_exec *ex, const orin_matmul_quant_args *a, orin_dtype dt);
+int cuda_matmul_int8(const orin_exec *ex, const orin_matmul_quant_args *a, orin_dtype dt);
+size_t cuda_matmul_quant_workspace_size(const void *args);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,7 @@
 // For more than one row (prefill) the fused products fall back to cuBLASLt.
 #include "cuda.h"
 #include "cuda_fused.h"
+#include "cuda_gemv.cuh"
 #include "cuda_rope.cuh"
 
 #include "orin/cuda_util.cuh"
@@ -36,19 +37,8 @@ struct gemv_segments {
 
 enum gemv_mode { GEMV_PLAIN, GEMV_SWIGLU };
 
-#define GEMV_THREADS 256
 #define GEMV_UNROLL 2
 
-// 16 bytes of W, bypassing L1 (each weight byte is read once per step; x, which
-// every block reads, keeps L1 to itself).
-__device__ __forceinline__ uint4 load_weights16(const void *p)
-{
-    uint4 v;
-    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-        : "l"(p));
-    return v;
-}
 
 template <typename T>
 __device__ __forceinline__ float dot16(uint4 raw, const float (&x)[orin_cu_vec<T>::n])
@@ -59,6 +49,29 @@ __device__ __forceinline__ float dot16(uint4 raw, const float (&x)[orin_cu_vec<T
     for (int i = 0; i < orin_cu_vec<T>::n; i++)
         s = fmaf(orin_cu_f32(e[i]), x[i], s);
     return s;
+}
+
+// The PDL prologue of a GEMV block (orin/cuda_util.cuh): lets the next kernel
+// launch, asks L2 for the first GEMV_UNROLL chunks of each of its rows (one
+// prefetch a 128-byte line; what the first pass of gemv_rows loads), then
+// waits for the previous kernel, whose output x is. The weights stream in while
+// the previous kernel drains instead of after it.
+template <typename T, int ROWS, bool VEC>
+__device__ __forceinline__ void gemv_prefetch(const T *const (&w)[ROWS], int in)
+{
+    orin_cu_allow_next();
+    constexpr int V = orin_cu_vec<T>::n, PER_LINE = 128 / 16;
+    if (VEC && (threadIdx.x % PER_LINE) == 0) {
+#pragma unroll
+        for (int u = 0; u < GEMV_UNROLL; u++) {
+            const int c = threadIdx.x + u * GEMV_THREADS;
+            if (c < in / V)
+#pragma unroll
+                for (int r = 0; r < ROWS; r++)
+                    orin_cu_prefetch_l2(w[r] + (size_t)c * V);
+        }
+    }
+    orin_cu_wait_prior();
 }
 
 // acc[r] += W_r . x for the ROWS rows given, each of `in` elements; every
@@ -107,25 +120,6 @@ __device__ __forceinline__ void gemv_rows(const T *const (&w)[ROWS], const T *__
     }
 }
 
-// Sums acc[r] over the block; thread r (< ROWS) gets row r's total.
-template <int ROWS>
-__device__ __forceinline__ float gemv_block_sum(float (&acc)[ROWS])
-{
-    __shared__ float partial[GEMV_THREADS / 32][ROWS];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-#pragma unroll
-    for (int r = 0; r < ROWS; r++) {
-        float v = orin_cu_warp_sum(acc[r]);
-        if (lane == 0)
-            partial[warp][r] = v;
-    }
-    __syncthreads();
-    float total = 0.0f;
-    if (threadIdx.x < ROWS)
-        for (int wp = 0; wp < GEMV_THREADS / 32; wp++)
-            total += partial[wp][threadIdx.x];
-    return total;
-}
 
 // y = W x (+ bias) over the segments' rows, one x row.
 // Launch: grid ceil(total rows / R), 256 threads; block b owns rows bR..bR+R-1
@@ -149,6 +143,7 @@ __global__ void __launch_bounds__(GEMV_THREADS)
         s_of[r] = s;
         w[r] = (const T *)seg.w[s] + (size_t)(g - seg.begin[s]) * in;
     }
+    gemv_prefetch<T, R, VEC>(w, in);
     float acc[R] = {};
     gemv_rows<T, R, VEC>(w, x, in, acc);
     float sum = gemv_block_sum<R>(acc);
@@ -181,6 +176,7 @@ __global__ void __launch_bounds__(GEMV_THREADS)
         w[r] = wg + (size_t)j * in;
         w[R + r] = wu + (size_t)j * in;
     }
+    gemv_prefetch<T, 2 * R, VEC>(w, in);
     float acc[2 * R] = {};
     gemv_rows<T, 2 * R, VEC>(w, x, in, acc);
     __shared__ float both[2 * R];
@@ -193,13 +189,6 @@ __global__ void __launch_bounds__(GEMV_THREADS)
         float g = both[r], u = both[R + r];
         out[row0 + r] = orin_cu_from_f32<T>(g / (1.0f + expf(-g)) * u);
     }
-}
-
-// Rows per block: enough blocks for >= 4 per SM, else fewer rows per block.
-static int gemv_rows_per_block(const orin_exec *ex, int rows)
-{
-    int sms = orin_cu_sm_count(ex);
-    return rows >= 16 * sms ? 4 : rows >= 8 * sms ? 2 : 1;
 }
 
 // Whether every row of every matrix starts 16-byte aligned and x too.
@@ -216,14 +205,12 @@ static bool gemv_vectorizable(const void *const *w, int count, const void *x, in
 }
 
 template <typename T, int R>
-static void launch_gemv(const gemv_segments &seg, const void *x, int in, bool vec,
-                        cudaStream_t stream)
+static void launch_gemv(const orin_exec *ex, const gemv_segments &seg, const void *x, int in,
+                        bool vec)
 {
     int blocks = (seg.begin[seg.count] + R - 1) / R;
-    if (vec)
-        gemv_kernel<T, R, true><<<blocks, GEMV_THREADS, 0, stream>>>(seg, (const T *)x, in);
-    else
-        gemv_kernel<T, R, false><<<blocks, GEMV_THREADS, 0, stream>>>(seg, (const T *)x, in);
+    orin_cu_launch(ex, true, vec ? gemv_kernel<T, R, true> : gemv_kernel<T, R, false>,
+                   dim3(blocks), dim3(GEMV_THREADS), 0, seg, (const T *)x, in);
 }
 
 template <typename T>
@@ -232,11 +219,10 @@ static void gemv_dispatch(const orin_exec *ex, const gemv_segments &seg, const v
 {
     int rows = seg.begin[seg.count];
     bool vec = gemv_vectorizable(seg.w, seg.count, x, in, dt);
-    cudaStream_t stream = orin_cu_stream(ex);
     switch (gemv_rows_per_block(ex, rows)) {
-    case 4: launch_gemv<T, 4>(seg, x, in, vec, stream); break;
-    case 2: launch_gemv<T, 2>(seg, x, in, vec, stream); break;
-    default: launch_gemv<T, 1>(seg, x, in, vec, stream); break;
+    case 4: launch_gemv<T, 4>(ex, seg, x, in, vec); break;
+    case 2: launch_gemv<T, 2>(ex, seg, x, in, vec); break;
+    default: launch_gemv<T, 1>(ex, seg, x, in, vec); break;
     }
 }
 
@@ -366,20 +352,13 @@ static void swiglu_dispatch(const orin_exec *ex, const orin_matmul_swiglu_args *
     int R = gemv_rows_per_block(ex, f);
     const void *w[2] = {a->w_gate.data, a->w_up.data};
     bool vec = gemv_vectorizable(w, 2, a->x.data, in, a->x.dtype);
-    cudaStream_t stream = orin_cu_stream(ex);
     const T *wg = (const T *)a->w_gate.data, *wu = (const T *)a->w_up.data;
     const T *x = (const T *)a->x.data;
     T *out = (T *)a->out.data;
 #define SWIGLU_LAUNCH(RR)                                                                   \
-    do {                                                                                    \
-        int blocks = (f + RR - 1) / RR;                                                     \
-        if (vec)                                                                            \
-            gemv_swiglu_kernel<T, RR, true><<<blocks, GEMV_THREADS, 0, stream>>>(wg, wu, x, \
-                                                                                 out, in, f); \
-        else                                                                                \
-            gemv_swiglu_kernel<T, RR, false><<<blocks, GEMV_THREADS, 0, stream>>>(wg, wu, x, \
-                                                                                  out, in, f); \
-    } while (0)
+    orin_cu_launch(ex, true,                                                                \
+                   vec ? gemv_swiglu_kernel<T, RR, true> : gemv_swiglu_kernel<T, RR, false>, \
+                   dim3((f + RR - 1) / RR), dim3(GEMV_THREADS), 0, wg, wu, x, out, in, f)
     if (R == 4)
         SWIGLU_LAUNCH(4);
     else if (R == 2)
@@ -431,6 +410,8 @@ __global__ void __launch_bounds__(256)
                        const T *__restrict__ weight, T *__restrict__ out, int d, float eps)
 {
     __shared__ float scratch[32];
+    orin_cu_allow_next();
+    orin_cu_wait_prior();
     T *xr = x + (size_t)blockIdx.x * d;
     const T *rr = residual ? residual + (size_t)blockIdx.x * d : nullptr;
     float ss = 0.0f;
@@ -468,11 +449,11 @@ extern "C" int cuda_add_rmsnorm(const orin_exec *ex, const orin_add_rmsnorm_args
     const int64_t d = a->x.shape[a->x.ndim - 1], rows = orin_tensor_rows(&a->x);
     if (d > INT32_MAX || rows > INT32_MAX)
         return orin_error_set("%s: dimensions beyond 2^31", label);
-    cudaStream_t stream = orin_cu_stream(ex);
     ORIN_CU_DISPATCH(dt, label, T,
-                     add_rmsnorm_kernel<T><<<(unsigned)rows, 256, 0, stream>>>(
-                         (T *)a->x.data, (const T *)a->residual.data, (const T *)a->weight.data,
-                         (T *)a->out.data, (int)d, a->eps));
+                     orin_cu_launch(ex, true, add_rmsnorm_kernel<T>, dim3((unsigned)rows),
+                                    dim3(256), 0, (T *)a->x.data, (const T *)a->residual.data,
+                                    (const T *)a->weight.data, (T *)a->out.data, (int)d,
+                                    a->eps));
     return orin_cu_launched(label, dt, "x [%lld, %lld]%s", (long long)rows, (long long)d,
                             a->residual.data ? " + residual" : "");
 }
@@ -495,6 +476,8 @@ __global__ void rope_kv_write_kernel(T *__restrict__ q, T *__restrict__ k, const
                                      orin_kv_view cache, rope_table table)
 {
     __shared__ float scratch[32];
+    orin_cu_allow_next();
+    orin_cu_wait_prior();
     const int slot = blockIdx.x, token = blockIdx.y, half = hd / 2, j = threadIdx.x;
     const int32_t pos = positions[token];
     const bool in_cache = pos >= 0 && pos < cache.capacity;
@@ -581,15 +564,15 @@ extern "C" int cuda_rope_kv_write(const orin_exec *ex, const orin_rope_kv_write_
     if (n > 65535)
         return orin_error_set("%s: %lld tokens in one call (at most 65535)", label, (long long)n);
     dim3 grid((unsigned)(heads + 2 * a->k.shape[1]), (unsigned)n);
-    cudaStream_t stream = orin_cu_stream(ex);
     rope_table table;
     rope_table_fill(&table, (int)(hd / 2), (int)hd, a->theta);
     ORIN_CU_DISPATCH(dt, label, T,
-                     rope_kv_write_kernel<T><<<grid, (unsigned)(hd / 2), 0, stream>>>(
-                         (T *)a->q.data, (T *)a->k.data, (const T *)a->v.data,
-                         (const T *)a->q_norm.data, (const T *)a->k_norm.data,
-                         (const int32_t *)a->positions.data, (int)heads, (int)a->k.shape[1],
-                         (int)hd, a->eps, a->theta, a->cache, table));
+                     orin_cu_launch(ex, true, rope_kv_write_kernel<T>, grid,
+                                    dim3((unsigned)(hd / 2)), 0, (T *)a->q.data, (T *)a->k.data,
+                                    (const T *)a->v.data, (const T *)a->q_norm.data,
+                                    (const T *)a->k_norm.data, (const int32_t *)a->positions.data,
+                                    (int)heads, (int)a->k.shape[1], (int)hd, a->eps, a->theta,
+                                    a->cache, table));
     return orin_cu_launched(label, dt, "q [%lld, %lld, %lld], k/v [%lld, %lld, %lld]",
                             (long long)n, (long long)heads, (long long)hd, (long long)n,
                             (long long)a->k.shape[1], (long long)hd);

@@ -53,6 +53,8 @@ typedef struct algo_key {
     int device;
     orin_dtype dt;
     int64_t n, in, out;
+    int64_t ldw, ldy;                   /* leading dimensions of w and y */
+    bool w_kmajor;                      /* w stored [in][out] (see cuda_lt_gemm) */
     uint32_t align_x, align_w, align_y; /* bytes: the largest power of two, at most 256 */
     uint32_t align_bias;                /* 0: no bias */
     size_t workspace;                   /* bytes offered */
@@ -104,12 +106,13 @@ static cudaDataType_t cuda_type(orin_dtype dt)
 }
 
 /* The descriptors of the mapping at the top; fused_bias NULL: no epilogue. The
- * bias type is left at its default, D's type. */
-static cublasStatus_t plan_init(matmul_plan *p, orin_dtype dt, int64_t n, int64_t in,
-                                int64_t out, const void *fused_bias)
+ * bias type is left at its default, D's type. A k-major w ([in][out] row-major,
+ * ld ldw) is, read column-major, W^T itself: A = w with op N (m = out, k = in). */
+static cublasStatus_t plan_init(matmul_plan *p, const algo_key *k, const void *fused_bias)
 {
-    const cudaDataType_t type = cuda_type(dt);
-    const int32_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
+    const cudaDataType_t type = cuda_type(k->dt);
+    const int64_t n = k->n, in = k->in, out = k->out;
+    const int32_t trans_a = k->w_kmajor ? CUBLAS_OP_N : CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
     const uint32_t epilogue = CUBLASLT_EPILOGUE_BIAS;
     cublasStatus_t st;
     if ((st = cublasLtMatmulDescInit(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F)) !=
@@ -126,11 +129,13 @@ static cublasStatus_t plan_init(matmul_plan *p, orin_dtype dt, int64_t n, int64_
                                               &fused_bias, sizeof fused_bias)) !=
              CUBLAS_STATUS_SUCCESS))
         return st;
-    if ((st = cublasLtMatrixLayoutInit(&p->a, type, (uint64_t)in, (uint64_t)out, in)) !=
+    if ((st = k->w_kmajor
+                  ? cublasLtMatrixLayoutInit(&p->a, type, (uint64_t)out, (uint64_t)in, k->ldw)
+                  : cublasLtMatrixLayoutInit(&p->a, type, (uint64_t)in, (uint64_t)out, k->ldw)) !=
             CUBLAS_STATUS_SUCCESS ||
         (st = cublasLtMatrixLayoutInit(&p->b, type, (uint64_t)in, (uint64_t)n, in)) !=
             CUBLAS_STATUS_SUCCESS ||
-        (st = cublasLtMatrixLayoutInit(&p->d, type, (uint64_t)out, (uint64_t)n, out)) !=
+        (st = cublasLtMatrixLayoutInit(&p->d, type, (uint64_t)out, (uint64_t)n, k->ldy)) !=
             CUBLAS_STATUS_SUCCESS)
         return st;
     return CUBLAS_STATUS_SUCCESS;
@@ -168,7 +173,8 @@ static uint64_t key_hash(const algo_key *k)
     const uint64_t fields[] = {
         (uint64_t)k->device, (uint64_t)k->dt,      (uint64_t)k->n,       (uint64_t)k->in,
         (uint64_t)k->out,    (uint64_t)k->align_x, (uint64_t)k->align_w, (uint64_t)k->align_y,
-        (uint64_t)k->align_bias, (uint64_t)k->workspace,
+        (uint64_t)k->align_bias, (uint64_t)k->workspace, (uint64_t)k->ldw,
+        (uint64_t)k->ldy, (uint64_t)k->w_kmajor,
     };
     uint64_t h = 14695981039346656037ull; /* FNV-1a over the fields */
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
@@ -183,7 +189,8 @@ static bool key_equal(const algo_key *a, const algo_key *b)
     return a->device == b->device && a->dt == b->dt && a->n == b->n && a->in == b->in &&
            a->out == b->out && a->align_x == b->align_x && a->align_w == b->align_w &&
            a->align_y == b->align_y && a->align_bias == b->align_bias &&
-           a->workspace == b->workspace;
+           a->workspace == b->workspace && a->ldw == b->ldw && a->ldy == b->ldy &&
+           a->w_kmajor == b->w_kmajor;
 }
 
 static algo_slot *slot_find(const algo_key *k)
@@ -218,7 +225,7 @@ static int heuristic(const char *label, cublasLtHandle_t handle, const algo_key 
     matmul_plan plan;
     cublasLtMatmulPreferenceOpaque_t pref;
     const uint64_t workspace = k->workspace;
-    cublasStatus_t st = plan_init(&plan, k->dt, k->n, k->in, k->out, fused_bias);
+    cublasStatus_t st = plan_init(&plan, k, fused_bias);
     if (st == CUBLAS_STATUS_SUCCESS)
         st = cublasLtMatmulPreferenceInit(&pref);
     const struct {
@@ -288,37 +295,36 @@ static int algo_choose(const char *label, cublasLtHandle_t handle, const algo_ke
  * Bandwidth-bound; runs only where the epilogue cannot take the bias. */
 template <typename T>
 __global__ void bias_rows_kernel(T *__restrict__ y, const T *__restrict__ bias, int64_t n,
-                                 int64_t out)
+                                 int64_t out, int64_t ldy)
 {
     const int64_t total = n * out;
     for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < total;
          t += (int64_t)gridDim.x * blockDim.x)
-        y[t] = bias[t % out];
+        y[t / out * ldy + t % out] = bias[t % out];
 }
 
 template <typename T>
 static void launch_bias_rows(const orin_exec *ex, void *y, const void *bias, int64_t n,
-                             int64_t out)
+                             int64_t out, int64_t ldy)
 {
     int64_t blocks = (n * out + BIAS_THREADS - 1) / BIAS_THREADS;
     int64_t cap = (int64_t)orin_cu_sm_count(ex) * 32;
     bias_rows_kernel<T><<<(unsigned)(blocks < cap ? blocks : cap), BIAS_THREADS, 0,
-                          orin_cu_stream(ex)>>>((T *)y, (const T *)bias, n, out);
+                          orin_cu_stream(ex)>>>((T *)y, (const T *)bias, n, out, ldy);
 }
 
 /* ---- the op ---- */
 
-/* The caller's workspace, 256-byte aligned, at most MATMUL_WORKSPACE. */
-static size_t usable_workspace(const orin_exec *ex, void **ws)
+extern "C" size_t cuda_matmul_usable_workspace(void *workspace, size_t size, void **ws)
 {
-    uintptr_t base = (uintptr_t)ex->workspace;
+    uintptr_t base = (uintptr_t)workspace;
     size_t pad = (WORKSPACE_ALIGN - base % WORKSPACE_ALIGN) % WORKSPACE_ALIGN;
-    if (!ex->workspace || ex->workspace_size <= pad) {
+    if (!workspace || size <= pad) {
         *ws = NULL;
         return 0;
     }
     *ws = (void *)(base + pad);
-    size_t bytes = ex->workspace_size - pad;
+    size_t bytes = size - pad;
     return bytes < MATMUL_WORKSPACE ? bytes : MATMUL_WORKSPACE;
 }
 
@@ -328,33 +334,23 @@ extern "C" size_t cuda_matmul_workspace_size(const void *args)
     return MATMUL_WORKSPACE;
 }
 
-extern "C" int cuda_matmul(const orin_exec *ex, const orin_matmul_args *a, orin_dtype dt)
+extern "C" int cuda_lt_gemm(const orin_exec *ex, const char *label, orin_dtype dt,
+                            const cuda_gemm *g, void *ws, size_t ws_bytes)
 {
-    const char *label = "matmul (common)";
-    if (orin_check_matmul(label, ex, a, CUDA, dt))
-        return -1;
-    const void *bias = a->bias.data;
-    int64_t n = orin_tensor_rows(&a->x), in = a->w.shape[1], out = a->w.shape[0];
-    if (dt != ORIN_F32 && dt != ORIN_F16 && dt != ORIN_BF16)
-        return orin_error_set("%s: dtype %s is not supported on cuda", label,
-                              orin_dtype_name(dt));
-    /* One row (a decode step): our GEMV streams the weights faster than
-     * cuBLASLt does at n = 1 (cuda_fused.cu). */
-    if (cuda_gemv_fits(a))
-        return cuda_gemv(ex, a, dt);
-
-    void *ws;
-    size_t ws_bytes = usable_workspace(ex, &ws);
+    const int64_t n = g->n, in = g->in, out = g->out;
     const algo_key key = {
         .device = ex->device->index,
         .dt = dt,
         .n = n,
         .in = in,
         .out = out,
-        .align_x = alignment_of(a->x.data),
-        .align_w = alignment_of(a->w.data),
-        .align_y = alignment_of(a->y.data),
-        .align_bias = bias ? alignment_of(bias) : 0,
+        .ldw = g->ldw,
+        .ldy = g->ldy,
+        .w_kmajor = g->w_kmajor,
+        .align_x = alignment_of(g->x),
+        .align_w = alignment_of(g->w),
+        .align_y = alignment_of(g->y),
+        .align_bias = g->bias ? alignment_of(g->bias) : 0,
         .workspace = ws_bytes,
     };
     cublasLtHandle_t handle = NULL;
@@ -362,27 +358,50 @@ extern "C" int cuda_matmul(const orin_exec *ex, const orin_matmul_args *a, orin_
     pthread_mutex_lock(&lt_lock);
     int rc = lt_handle(label, key.device, &handle);
     if (rc == 0)
-        rc = algo_choose(label, handle, &key, bias, &chosen);
+        rc = algo_choose(label, handle, &key, g->bias, &chosen);
     pthread_mutex_unlock(&lt_lock);
     if (rc != 0)
         return -1;
 
     matmul_plan plan;
-    cublasStatus_t st = plan_init(&plan, dt, n, in, out, chosen.bias_fused ? bias : NULL);
+    cublasStatus_t st = plan_init(&plan, &key, chosen.bias_fused ? g->bias : NULL);
     if (st != CUBLAS_STATUS_SUCCESS)
         return lt_fail(label, dt, "descriptors", st, &key);
-    const float alpha = 1.0f, beta = bias && !chosen.bias_fused ? 1.0f : 0.0f;
-    if (bias && !chosen.bias_fused) {
-        ORIN_CU_DISPATCH(dt, label, T, launch_bias_rows<T>(ex, a->y.data, bias, n, out));
+    const float alpha = 1.0f, beta = g->bias && !chosen.bias_fused ? 1.0f : 0.0f;
+    if (g->bias && !chosen.bias_fused) {
+        ORIN_CU_DISPATCH(dt, label, T, launch_bias_rows<T>(ex, g->y, g->bias, n, out, g->ldy));
         if (orin_cu_launched(label, dt, "bias rows: y [%lld, %lld]", (long long)n,
                              (long long)out))
             return -1;
     }
-    st = cublasLtMatmul(handle, &plan.desc, &alpha, a->w.data, &plan.a, a->x.data, &plan.b,
-                        &beta, a->y.data, &plan.d, a->y.data, &plan.d, &chosen.algo, ws,
-                        ws_bytes, orin_cu_stream(ex));
+    st = cublasLtMatmul(handle, &plan.desc, &alpha, g->w, &plan.a, g->x, &plan.b, &beta, g->y,
+                        &plan.d, g->y, &plan.d, &chosen.algo, ws, ws_bytes, orin_cu_stream(ex));
     if (st != CUBLAS_STATUS_SUCCESS)
         return lt_fail(label, dt, "cublasLtMatmul", st, &key);
     return orin_cu_launched(label, dt, "x [%lld, %lld], w [%lld, %lld]%s", (long long)n,
-                            (long long)in, (long long)out, (long long)in, bias ? ", bias" : "");
+                            (long long)in, (long long)out, (long long)in,
+                            g->bias ? ", bias" : "");
+}
+
+extern "C" int cuda_matmul(const orin_exec *ex, const orin_matmul_args *a, orin_dtype dt)
+{
+    const char *label = "matmul (common)";
+    if (orin_check_matmul(label, ex, a, CUDA, dt))
+        return -1;
+    if (dt != ORIN_F32 && dt != ORIN_F16 && dt != ORIN_BF16)
+        return orin_error_set("%s: dtype %s is not supported on cuda", label,
+                              orin_dtype_name(dt));
+    /* One row (a decode step): our GEMV streams the weights faster than
+     * cuBLASLt does at n = 1 (cuda_fused.cu). */
+    if (cuda_gemv_fits(a))
+        return cuda_gemv(ex, a, dt);
+    const int64_t in = a->w.shape[1];
+    const cuda_gemm g = {
+        .n = orin_tensor_rows(&a->x), .in = in, .out = a->w.shape[0],
+        .x = a->x.data, .w = a->w.data, .bias = a->bias.data, .y = a->y.data,
+        .w_kmajor = false, .ldw = in, .ldy = a->w.shape[0],
+    };
+    void *ws;
+    size_t ws_bytes = cuda_matmul_usable_workspace(ex->workspace, ex->workspace_size, &ws);
+    return cuda_lt_gemm(ex, label, dt, &g, ws, ws_bytes);
 }

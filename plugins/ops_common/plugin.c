@@ -1,7 +1,6 @@
 /* ops_common: the reference implementations of every op except attention, on
  * the CPU and (where built) CUDA, registered for f32, f16 and bf16 under the
- * provider "common". The quantized matmuls (matmul.awq4, matmul.int8) are on
- * the CPU only for now. */
+ * provider "common". */
 #include "cpu.h"
 #include "cuda.h"
 #include "cuda_fused.h"
@@ -83,6 +82,8 @@ CUDA_ENTRIES(add, orin_add_args)
 CUDA_ENTRIES(argmax, orin_argmax_args)
 CUDA_ENTRIES(kv_write, orin_kv_write_args)
 CUDA_ENTRIES(sample_candidates, orin_sample_candidates_args)
+CUDA_ENTRIES(matmul_awq4, orin_matmul_quant_args)
+CUDA_ENTRIES(matmul_int8, orin_matmul_quant_args)
 
 /* Graph-safe for real here: launches sized from shapes only, ids and positions
  * read (and bounds-checked) on the GPU, no sync, no allocation. The matmul
@@ -128,8 +129,6 @@ static const orin_op_impl impls[] = {
     IMPLS(ORIN_OP_ARGMAX, argmax),
     IMPLS(ORIN_OP_KV_WRITE, kv_write),
     SAMPLE_IMPLS(, ORIN_DEVICE_CPU, cpu_sample_candidates_workspace_size, NULL),
-    /* the quantized matmuls: CPU only so far (a model with quantized weights
-     * on CUDA fails to bind them, with the registry's line) */
     IMPLS(ORIN_OP_MATMUL_AWQ4, matmul_awq4),
     IMPLS(ORIN_OP_MATMUL_INT8, matmul_int8),
 #ifdef ORIN_HAVE_CUDA
@@ -141,6 +140,8 @@ static const orin_op_impl impls[] = {
     CUDA_IMPLS(ORIN_OP_ADD, add),
     CUDA_IMPLS(ORIN_OP_ARGMAX, argmax),
     CUDA_IMPLS(ORIN_OP_KV_WRITE, kv_write),
+    CUDA_IMPLS_WS(ORIN_OP_MATMUL_AWQ4, matmul_awq4, cuda_matmul_quant_workspace_size),
+    CUDA_IMPLS_WS(ORIN_OP_MATMUL_INT8, matmul_int8, cuda_matmul_quant_workspace_size),
     SAMPLE_IMPLS(cuda_, ORIN_DEVICE_CUDA, cuda_sample_candidates_workspace_size,
                  cuda_sample_candidates_supports),
     FUSED_IMPLS(ORIN_OP_ADD_RMSNORM, add_rmsnorm, NULL, NULL),
@@ -157,7 +158,7 @@ static int register_ops(orin_registry *reg)
 
 ORIN_PLUGIN_DEFINE("ops_common", "0.1.0",
                    "reference ops: embedding, rmsnorm, rope, matmul (OpenBLAS; cuBLASLt and a "
-                   "batch-1 GEMV on cuda), matmul.awq4 and matmul.int8 (cpu), swiglu, add, "
+                   "batch-1 GEMV on cuda), matmul.awq4 and matmul.int8, swiglu, add, "
                    "argmax, kv_write; fused on cuda: "
                    "add_rmsnorm, matmul.qkv, matmul.swiglu, rope_kv_write; f32, f16, bf16",
                    register_ops)

@@ -9,7 +9,9 @@
  *   - cp.async (global -> shared without registers, sm_80+);
  *   - warp and block reductions;
  *   - checked launches: an error naming the op, provider, dtype and shapes;
- *   - the stream and multiprocessor count of the exec's device.
+ *   - programmatic dependent launch (a kernel starting in its predecessor's tail);
+ *   - the stream and multiprocessor count of the exec's device, and a slot per
+ *     stream for kernels that keep counters of their own.
  * Everything is header-only (inline), so plugins link nothing of it. */
 #ifndef ORIN_CUDA_UTIL_CUH
 #define ORIN_CUDA_UTIL_CUH
@@ -17,9 +19,12 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "orin/error.h"
 #include "orin/registry.h"
@@ -212,6 +217,114 @@ static inline int orin_cu_sm_count(const orin_exec *ex)
     if (index >= 0 && index < 16)
         cached[index] = n;
     return n;
+}
+
+/* Slots per (device, stream), for kernels that keep device counters of their
+ * own (a "last block" ticket per output strip, say): a kernel's counters are
+ * slab[slot], so that two streams never share one. A table per module, zero-
+ * initialised with ORIN_CU_STREAM_SLOTS_INIT; a stream that goes away keeps its
+ * slot (its counters are left zero), reused if a stream with the same handle
+ * comes. -1 when all `count` (at most ORIN_CU_MAX_STREAM_SLOTS) are taken. */
+#define ORIN_CU_MAX_STREAM_SLOTS 16
+typedef struct orin_cu_stream_slots {
+    pthread_mutex_t lock;
+    int used;
+    struct {
+        int device;
+        void *stream;
+    } owner[ORIN_CU_MAX_STREAM_SLOTS];
+} orin_cu_stream_slots;
+#define ORIN_CU_STREAM_SLOTS_INIT {PTHREAD_MUTEX_INITIALIZER, 0, {}}
+
+static inline int orin_cu_stream_slot(orin_cu_stream_slots *t, const orin_exec *ex, int count)
+{
+    int slot = -1;
+    count = count < ORIN_CU_MAX_STREAM_SLOTS ? count : ORIN_CU_MAX_STREAM_SLOTS;
+    pthread_mutex_lock(&t->lock);
+    for (int i = 0; i < t->used && slot < 0; i++)
+        if (t->owner[i].device == ex->device->index && t->owner[i].stream == ex->device->stream)
+            slot = i;
+    if (slot < 0 && t->used < count) {
+        t->owner[t->used].device = ex->device->index;
+        t->owner[t->used].stream = ex->device->stream;
+        slot = t->used++;
+    }
+    pthread_mutex_unlock(&t->lock);
+    return slot;
+}
+
+/* ---- programmatic dependent launch (sm_90+) ----
+ *
+ * A batch-1 decode step is hundreds of short kernels, and each one's start
+ * (launch, ramp-up) and end (the last blocks draining) leave the memory idle.
+ * A kernel launched with orin_cu_launch(ex, pdl = true) may start while the one
+ * before it on the stream is still running, once every block of that one has
+ * called orin_cu_allow_next() (or exited). Such a kernel must call
+ * orin_cu_wait_prior() before it reads anything an earlier kernel wrote or
+ * writes anything an earlier kernel may still read; what it does before (a
+ * GEMV prefetching its weights, which no kernel writes) overlaps the previous
+ * kernel. The wait returns when the previous kernel has finished and its
+ * writes are visible, and that kernel waited on its own predecessor, so the
+ * order of the whole stream holds. Before sm_90, or with ORIN_PDL=0 in the
+ * environment, the launch is an ordinary one and both calls do nothing. */
+__device__ __forceinline__ void orin_cu_wait_prior(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void orin_cu_allow_next(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+/* L2 prefetch of the 128-byte line holding p (weights ahead of a wait). */
+__device__ __forceinline__ void orin_cu_prefetch_l2(const void *p)
+{
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+
+/* Whether launches on the exec's GPU take the programmatic attribute: compute
+ * capability 9 or later, and ORIN_PDL not "0" (cached per ordinal). */
+static inline bool orin_cu_pdl(const orin_exec *ex)
+{
+    static int cached[16]; /* 0 unknown, 1 no, 2 yes */
+    const int index = ex->device->index;
+    if (index >= 0 && index < 16 && cached[index])
+        return cached[index] == 2;
+    int major = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index) != cudaSuccess) {
+        (void)cudaGetLastError();
+        major = 0;
+    }
+    const char *env = getenv("ORIN_PDL");
+    const bool on = major >= 9 && !(env && strcmp(env, "0") == 0);
+    if (index >= 0 && index < 16)
+        cached[index] = on ? 2 : 1;
+    return on;
+}
+
+/* kernel<<<grid, block, smem, the exec's stream>>>(args...), with the
+ * programmatic attribute when pdl and orin_cu_pdl(ex): the kernel then follows
+ * the contract above. Errors are left for orin_cu_launched, like <<<>>>'s. */
+template <typename... Params, typename... Args>
+static inline void orin_cu_launch(const orin_exec *ex, bool pdl, void (*kernel)(Params...),
+                                  dim3 grid, dim3 block, size_t smem, Args... args)
+{
+    cudaLaunchAttribute attr = {};
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = orin_cu_stream(ex);
+    cfg.attrs = &attr;
+    cfg.numAttrs = pdl && orin_cu_pdl(ex) ? 1 : 0;
+    (void)cudaLaunchKernelEx(&cfg, kernel, ((Params)args)...);
 }
 
 /* ---- checked launches ---- */

@@ -1,0 +1,630 @@
+// ops_common's matmuls over quantized weights on CUDA: matmul.int8 and
+// matmul.awq4 (orin_qweight in orin/ops.h), for f32, f16 and bf16 activations.
+//
+// One row of x (a decode step) is bound by reading the packed weights, so a
+// GEMV reads them once, dequantizes in registers and accumulates in f32:
+//  - int8 weights are [out][in] bytes, one output a row: the float GEMV's shape
+//    (R rows a block, 16-byte loads, here 16 weights a load);
+//  - AWQ words are [in][out/8]: one k-row of words covers every output, so a
+//    block takes a strip of outputs and a range of k (split-K); the last block
+//    of a strip to finish sums the strip's partials in a fixed order (the
+//    result does not depend on which block came last).
+// The dequantized weight ((q - z) * s, or q * s) is the exact f32 one; the
+// decode GEMVs sum x * (q - z) over a group and multiply by s once a group,
+// which differs from the CPU's order only in rounding.
+//
+// More rows (prefill) are bound by the tensor cores: a slice of outputs at a
+// time is dequantized into the workspace in the compute dtype (AWQ k-major,
+// as its words are; int8 [out][in]) and multiplied by cuBLASLt (cuda_lt_gemm).
+// That moves the slice's f16 bytes through L2 once more, a few percent of the
+// product's time at prefill sizes; in f16/bf16 the weights are rounded to the
+// compute dtype first, as transformers' and vLLM's AWQ paths do (in f32 they
+// stay exact).
+#include "cuda.h"
+#include "cuda_gemv.cuh"
+
+#include "orin/cuda_util.cuh"
+#include "orin/error.h"
+#include "orin/op_check.h"
+
+
+#define CUDA ORIN_DEVICE_CUDA
+
+// Bytes of dequantized weights a prefill slice holds: small enough to stay in
+// L2 between the dequantize and the product that reads it.
+#define SLICE_BYTES ((size_t)16 << 20)
+#define SLICE_ALIGN 256
+// The AWQ GEMV's split-K: k rows a block takes are a multiple of this (8 warps
+// x a batch of 8 rows), and the grid aims at this many blocks per SM.
+#define AWQ_K_QUANTUM 64
+#define AWQ_BATCH 8
+#define AWQ_BLOCKS_PER_SM 2
+// Counted for the workspace bound (the grid never takes more SMs than this).
+#define AWQ_MAX_SMS 256
+// Strip counters (the split-K's "last block" tickets): slabs for this many
+// streams, of this many strips each.
+#define AWQ_COUNTER_SLABS 8
+#define AWQ_COUNTERS 4096
+
+// 2^23 as f32: its low mantissa bits are an integer's, so OR-ing a small
+// unsigned integer q into them gives the float 2^23 + q exactly.
+#define MAGIC_BITS 0x4B000000u
+#define MAGIC 8388608.0f
+
+// Column (0..7) of nibble i of an AWQ word: AWQ's interleaved order 0 2 4 6 1 3 5 7.
+__host__ __device__ __forceinline__ int awq_column_of_nibble(int i)
+{
+    return ((i & 3) << 1) | (i >> 2);
+}
+
+// ---- int8 GEMV ----------------------------------------------------------------------
+
+struct int8_gemv_params {
+    const int8_t *q;       // [out][in]
+    const __half *scales;  // [out][in / group]
+    const void *x, *bias;  // x [in], bias [out] or NULL
+    void *y;               // [out]
+    int in, out, group;
+};
+
+// The 4 signed bytes of w as f32, exactly: each byte biased to unsigned
+// (xor 0x80), placed in the mantissa of 2^23 by a byte permute, less 2^23 + 128.
+// Two instructions a byte instead of a quarter-rate integer conversion.
+__device__ __forceinline__ void int8x4_to_f32(uint32_t w, float (&f)[4])
+{
+    const uint32_t u = w ^ 0x80808080u;
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        f[i] = __int_as_float(__byte_perm(u, MAGIC_BITS, 0x7540 | i)) - (MAGIC + 128.0f);
+}
+
+// sum_i q_i x_i over the 16 bytes of raw.
+__device__ __forceinline__ float int8_dot16(uint4 raw, const float (&x)[16])
+{
+    const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+    float s = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        float q[4];
+        int8x4_to_f32(words[j], q);
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+            s = fmaf(q[i], x[4 * j + i], s);
+    }
+    return s;
+}
+
+// x[16c .. 16c + 16) as f32 (x 16-byte aligned).
+template <typename T>
+__device__ __forceinline__ void load_x16(const T *x, int c, float (&xv)[16])
+{
+    constexpr int V = orin_cu_vec<T>::n;
+#pragma unroll
+    for (int h = 0; h < 16 / V; h++) {
+        float part[V];
+        orin_cu_load16(x + (size_t)c * 16 + h * V, part);
+#pragma unroll
+        for (int i = 0; i < V; i++)
+            xv[h * V + i] = part[i];
+    }
+}
+
+// y = (q * s) x (+ bias). Launch: grid ceil(out / R), 256 threads; block b owns
+// outputs bR..bR+R-1. VEC (in and group multiples of 16, q and x 16-byte
+// aligned): thread t takes the 16-byte chunks t, t + 256, ... of each row,
+// R 16-byte loads in flight; one chunk lies in one group, so its dot is scaled
+// once. Bound by the weight bytes (R as the float GEMV picks it).
+template <typename T, int R, bool VEC>
+__global__ void __launch_bounds__(GEMV_THREADS) int8_gemv_kernel(int8_gemv_params p)
+{
+    const T *x = (const T *)p.x;
+    const int groups = p.in / p.group;
+    const int row0 = blockIdx.x * R;
+    int rows[R];
+#pragma unroll
+    for (int r = 0; r < R; r++)
+        rows[r] = min(row0 + r, p.out - 1); // past the end: a real row, result dropped
+    // PDL prologue (orin/cuda_util.cuh): the first chunk of each row into L2
+    // while the previous kernel finishes, then wait for it (it wrote x).
+    orin_cu_allow_next();
+    if (VEC && threadIdx.x % 8 == 0 && threadIdx.x < p.in / 16)
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            orin_cu_prefetch_l2(p.q + (size_t)rows[r] * p.in + (size_t)threadIdx.x * 16);
+    orin_cu_wait_prior();
+    float acc[R] = {};
+    if (VEC) {
+        const int chunks = p.in / 16;
+        for (int c = threadIdx.x; c < chunks; c += GEMV_THREADS) {
+            uint4 raw[R];
+#pragma unroll
+            for (int r = 0; r < R; r++)
+                raw[r] = load_weights16(p.q + (size_t)rows[r] * p.in + (size_t)c * 16);
+            float xv[16];
+            load_x16(x, c, xv);
+            const int g = c * 16 / p.group;
+#pragma unroll
+            for (int r = 0; r < R; r++)
+                acc[r] = fmaf(int8_dot16(raw[r], xv),
+                              __half2float(p.scales[(size_t)rows[r] * groups + g]), acc[r]);
+        }
+    } else {
+        for (int k = threadIdx.x; k < p.in; k += GEMV_THREADS) {
+            const float xk = orin_cu_f32(x[k]);
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const float s = __half2float(p.scales[(size_t)rows[r] * groups + k / p.group]);
+                acc[r] = fmaf(xk, (float)p.q[(size_t)rows[r] * p.in + k] * s, acc[r]);
+            }
+        }
+    }
+    float sum = gemv_block_sum<R>(acc);
+    const int r = threadIdx.x;
+    if (r < R && row0 + r < p.out) {
+        if (p.bias)
+            sum += orin_cu_f32(((const T *)p.bias)[row0 + r]);
+        ((T *)p.y)[row0 + r] = orin_cu_from_f32<T>(sum);
+    }
+}
+
+template <typename T, int R>
+static void launch_int8_gemv(const orin_exec *ex, const int8_gemv_params &p, bool vec)
+{
+    orin_cu_launch(ex, true, vec ? int8_gemv_kernel<T, R, true> : int8_gemv_kernel<T, R, false>,
+                   dim3((p.out + R - 1) / R), dim3(GEMV_THREADS), 0, p);
+}
+
+template <typename T>
+static void int8_gemv(const orin_exec *ex, const int8_gemv_params &p)
+{
+    const bool vec = p.in % 16 == 0 && p.group % 16 == 0 && orin_cu_aligned16(p.q) &&
+                     orin_cu_aligned16(p.x);
+    switch (gemv_rows_per_block(ex, p.out)) {
+    case 4: launch_int8_gemv<T, 4>(ex, p, vec); break;
+    case 2: launch_int8_gemv<T, 2>(ex, p, vec); break;
+    default: launch_int8_gemv<T, 1>(ex, p, vec); break;
+    }
+}
+
+// ---- AWQ GEMV -----------------------------------------------------------------------
+
+// Ticket counters, one slab per stream (so that two streams never share one):
+// this module's own device memory, zero at load and left at zero by every
+// launch, which the shared workspace could not be (other ops scribble on it).
+__device__ unsigned awq_counters[AWQ_COUNTER_SLABS][AWQ_COUNTERS];
+static orin_cu_stream_slots awq_slabs = ORIN_CU_STREAM_SLOTS_INIT;
+
+struct awq_gemv_params {
+    const uint32_t *qweight, *zeros; // [in][out/8], [groups][out/8]
+    const __half *scales;            // [groups][out]
+    const void *x, *bias;            // x [in], bias [out] or NULL
+    void *y;                         // [out]
+    float *partials;                 // [ksplit][out] (ksplit > 1)
+    int slab;                        // awq_counters' slab of the stream (ksplit > 1)
+    int in, out, group;
+    int k_per_block, ksplit;
+};
+
+template <int WPT>
+__device__ __forceinline__ void load_awq_words(const uint32_t *p, uint32_t (&w)[WPT])
+{
+    if (WPT == 2) {
+        uint2 v = load_weights8(p);
+        w[0] = v.x;
+        w[WPT - 1] = v.y;
+    } else {
+        w[0] = load_weights4(p);
+    }
+}
+
+// y[col] = sum + bias[col], rounded to T.
+template <typename T>
+__device__ __forceinline__ void store_out(const awq_gemv_params &p, int col, float sum)
+{
+    if (p.bias)
+        sum += orin_cu_f32(((const T *)p.bias)[col]);
+    ((T *)p.y)[col] = orin_cu_from_f32<T>(sum);
+}
+
+// Launch: grid (strips, ksplit), 256 threads (8 warps). Block (s, b) owns the
+// strip of 32 x WPT words (256 x WPT outputs) at s and the k rows
+// [b K, (b + 1) K), K = k_per_block, a multiple of 64; warp w takes K / 8 of
+// them, lane l the WPT words at (32 s + l) WPT of each row: a warp reads
+// 128 x WPT contiguous bytes a row, AWQ_BATCH rows in flight. Per group it
+// sums x[k] (q - z) (the nibble put in 2^23's mantissa less 2^23 + z, exact)
+// and then multiplies by the scale. The 8 warps' sums meet in shared memory
+// (32 x (8 WPT + 1) floats a warp, padded against bank conflicts); with
+// ksplit > 1 each block writes its partial and the last of the strip's blocks
+// (a ticket counter, reset by that block) sums them in block order and
+// stores y. Bound by the packed weight bytes; the partials (ksplit x out
+// floats) stay in L2.
+template <typename T, int WPT>
+__global__ void __launch_bounds__(GEMV_THREADS) awq_gemv_kernel(awq_gemv_params p)
+{
+    constexpr int COLS = 8 * WPT;   // outputs a thread owns
+    constexpr int STRIP = 32 * COLS;
+    constexpr int WARPS = GEMV_THREADS / 32;
+    __shared__ float red[WARPS][32 * (COLS + 1)];
+    __shared__ bool last;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int words = p.out / 8;
+    const int word0 = (blockIdx.x * 32 + lane) * WPT;
+    const T *x = (const T *)p.x;
+
+    float acc[COLS] = {};
+    const int per_warp = p.k_per_block / WARPS;
+    const int block_end = min((blockIdx.y + 1) * p.k_per_block, p.in);
+    int k = blockIdx.y * p.k_per_block + warp * per_warp;
+    const int k_end = min(k + per_warp, block_end);
+
+    // PDL prologue (orin/cuda_util.cuh): this warp's first batch of rows into
+    // L2 (a warp's 128 x WPT bytes a row: one line, lane 0 asks) while the
+    // previous kernel finishes, then wait for it (it wrote x).
+    orin_cu_allow_next();
+    if (lane == 0 && word0 < words)
+        for (int u = 0; u < AWQ_BATCH && k + u < k_end; u++)
+            orin_cu_prefetch_l2(p.qweight + (size_t)(k + u) * words + word0);
+    orin_cu_wait_prior();
+    while (word0 < words && k < k_end) {
+        const int g = k / p.group;
+        const int seg_end = min(k_end, (g + 1) * p.group);
+        float zero[COLS], part[COLS] = {};
+#pragma unroll
+        for (int w = 0; w < WPT; w++) {
+            const uint32_t z = __ldg(p.zeros + (size_t)g * words + word0 + w);
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                zero[8 * w + i] = MAGIC + (float)((z >> (4 * i)) & 15u);
+        }
+        for (; k < seg_end; k += AWQ_BATCH) {
+            uint32_t q[AWQ_BATCH][WPT];
+            float xk[AWQ_BATCH];
+#pragma unroll
+            for (int u = 0; u < AWQ_BATCH; u++) {
+                const bool inside = k + u < seg_end; // else: row k again, times 0
+                load_awq_words<WPT>(p.qweight + (size_t)(inside ? k + u : k) * words + word0,
+                                    q[u]);
+                xk[u] = inside ? orin_cu_f32(x[k + u]) : 0.0f;
+            }
+#pragma unroll
+            for (int u = 0; u < AWQ_BATCH; u++)
+#pragma unroll
+                for (int w = 0; w < WPT; w++)
+#pragma unroll
+                    for (int i = 0; i < 8; i++) {
+                        const float qz =
+                            __int_as_float(MAGIC_BITS | ((q[u][w] >> (4 * i)) & 15u)) -
+                            zero[8 * w + i];
+                        part[8 * w + i] = fmaf(xk[u], qz, part[8 * w + i]);
+                    }
+        }
+        const __half *s = p.scales + (size_t)g * p.out + (size_t)word0 * 8;
+#pragma unroll
+        for (int w = 0; w < WPT; w++)
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                acc[8 * w + i] = fmaf(__half2float(s[8 * w + awq_column_of_nibble(i)]),
+                                      part[8 * w + i], acc[8 * w + i]);
+    }
+
+    // The warps' sums in column order: lane l's column e at l (COLS + 1) + e.
+#pragma unroll
+    for (int w = 0; w < WPT; w++)
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            red[warp][lane * (COLS + 1) + 8 * w + awq_column_of_nibble(i)] = acc[8 * w + i];
+    __syncthreads();
+    const int strip0 = blockIdx.x * STRIP;
+    for (int c = threadIdx.x; c < STRIP; c += GEMV_THREADS) {
+        const int col = strip0 + c;
+        if (col >= p.out)
+            break;
+        float total = 0.0f;
+#pragma unroll
+        for (int wp = 0; wp < WARPS; wp++)
+            total += red[wp][c / COLS * (COLS + 1) + c % COLS];
+        if (p.ksplit == 1)
+            store_out<T>(p, col, total);
+        else
+            p.partials[(size_t)blockIdx.y * p.out + col] = total;
+    }
+    if (p.ksplit == 1)
+        return;
+
+    // The last block of the strip sums the partials (threadFenceReduction's
+    // pattern: each block's writes are visible before its ticket is taken).
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0)
+        last = atomicAdd(&awq_counters[p.slab][blockIdx.x], 1u) == (unsigned)p.ksplit - 1;
+    __syncthreads();
+    if (!last)
+        return;
+    __threadfence();
+    for (int c = threadIdx.x; c < STRIP && strip0 + c < p.out; c += GEMV_THREADS) {
+        float sum = 0.0f;
+        for (int b = 0; b < p.ksplit; b++)
+            sum += __ldcg(p.partials + (size_t)b * p.out + strip0 + c);
+        store_out<T>(p, strip0 + c, sum);
+    }
+    if (threadIdx.x == 0)
+        awq_counters[p.slab][blockIdx.x] = 0; // for the next launch on this stream
+}
+
+// Words a thread takes: 2 (8-byte loads) where every row of words is 8-byte
+// aligned, else 1.
+static int awq_words_per_thread(const orin_qweight *w, int64_t out)
+{
+    return (out / 8) % 2 == 0 && ((uintptr_t)w->qweight.data & 7u) == 0 ? 2 : 1;
+}
+
+static int64_t awq_strips(int64_t out, int wpt)
+{
+    return (out / 8 + 32 * wpt - 1) / (32 * wpt);
+}
+
+// The split-K: k rows a block (a multiple of AWQ_K_QUANTUM) so that the grid
+// holds about AWQ_BLOCKS_PER_SM blocks per SM; one split where the strips
+// alone fill the GPU or there are more strips than counters.
+static void awq_split(int sms, int64_t strips, int64_t in, int *k_per_block, int *ksplit)
+{
+    sms = sms < AWQ_MAX_SMS ? sms : AWQ_MAX_SMS;
+    int64_t want = ((int64_t)AWQ_BLOCKS_PER_SM * sms + strips - 1) / strips;
+    if (strips > AWQ_COUNTERS || want < 1)
+        want = 1;
+    int64_t k = (in + want - 1) / want;
+    k = (k + AWQ_K_QUANTUM - 1) / AWQ_K_QUANTUM * AWQ_K_QUANTUM;
+    *k_per_block = (int)k;
+    *ksplit = (int)((in + k - 1) / k);
+}
+
+// The split-K's partials: at most (2 x AWQ_MAX_SMS / strips + 1) splits of out
+// floats, strips counted at their widest (the fewest strips, the most splits).
+static size_t awq_partials_bytes(int64_t out)
+{
+    const int64_t strips = awq_strips(out, 2);
+    const int64_t splits = (int64_t)AWQ_BLOCKS_PER_SM * AWQ_MAX_SMS / strips + 2;
+    return (size_t)(splits * out) * sizeof(float);
+}
+
+template <typename T>
+static void awq_gemv(const orin_exec *ex, const awq_gemv_params &p, int wpt, int64_t strips)
+{
+    orin_cu_launch(ex, true, wpt == 2 ? awq_gemv_kernel<T, 2> : awq_gemv_kernel<T, 1>,
+                   dim3((unsigned)strips, (unsigned)p.ksplit), dim3(GEMV_THREADS), 0, p);
+}
+
+// ---- dequantizing a slice (prefill) ---------------------------------------------------
+
+// wt[k][c] = w[c0 + c][k] for c < cols (a multiple of 8): the AWQ slice in its
+// own k-major order. Launch: grid-stride over in x cols/8 words, 256 threads;
+// a thread reads one word, its zero word and 8 scales, and writes 8 outputs
+// (16 or 32 contiguous bytes). Bound by the bytes written.
+template <typename T>
+__global__ void awq_dequant_kernel(const uint32_t *__restrict__ qweight,
+                                   const uint32_t *__restrict__ zeros,
+                                   const __half *__restrict__ scales, T *__restrict__ wt, int in,
+                                   int out, int group, int c0, int cols)
+{
+    const int words = out / 8, slice_words = cols / 8;
+    const int64_t total = (int64_t)in * slice_words;
+    for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < total;
+         t += (int64_t)gridDim.x * blockDim.x) {
+        const int k = (int)(t / slice_words), j = (int)(t % slice_words), g = k / group;
+        const uint32_t q = qweight[(size_t)k * words + c0 / 8 + j];
+        const uint32_t z = zeros[(size_t)g * words + c0 / 8 + j];
+        const __half *s = scales + (size_t)g * out + c0 + 8 * j;
+        float v[8];
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            v[awq_column_of_nibble(i)] =
+                (float)((int)((q >> (4 * i)) & 15u) - (int)((z >> (4 * i)) & 15u)) *
+                __half2float(s[awq_column_of_nibble(i)]);
+        constexpr int V = orin_cu_vec<T>::n;
+        T *dst = wt + (size_t)k * cols + 8 * j;
+#pragma unroll
+        for (int h = 0; h < 8 / V; h++) {
+            float part[V];
+#pragma unroll
+            for (int i = 0; i < V; i++)
+                part[i] = v[h * V + i];
+            orin_cu_store16(dst + h * V, part);
+        }
+    }
+}
+
+// w[r][k] = q[r0 + r][k] * s[r0 + r][k / group] for r < rows: the int8 slice
+// in its own [out][in] order. Launch: grid-stride, 256 threads, one element a
+// thread (the prefill's products take far longer than this pass).
+template <typename T>
+__global__ void int8_dequant_kernel(const int8_t *__restrict__ q, const __half *__restrict__ scales,
+                                    T *__restrict__ w, int in, int group, int r0, int rows)
+{
+    const int groups = in / group;
+    const int64_t total = (int64_t)rows * in;
+    for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < total;
+         t += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t r = r0 + t / in;
+        const int k = (int)(t % in);
+        w[t] = orin_cu_from_f32<T>((float)q[r * in + k] * __half2float(scales[r * groups + k / group]));
+    }
+}
+
+static unsigned grid_for(const orin_exec *ex, int64_t items)
+{
+    int64_t blocks = (items + GEMV_THREADS - 1) / GEMV_THREADS;
+    int64_t cap = (int64_t)orin_cu_sm_count(ex) * 16;
+    return (unsigned)(blocks < cap ? blocks : cap);
+}
+
+// Outputs a slice holds: as many as SLICE_BYTES of dequantized weights take
+// (a multiple of 64 where it can, of 8 at least), at most out.
+static int64_t slice_outputs(int64_t in, int64_t out, orin_dtype dt)
+{
+    int64_t cols = (int64_t)(SLICE_BYTES / ((size_t)in * orin_dtype_size(dt)));
+    cols = cols >= 64 ? cols / 64 * 64 : 8;
+    return cols < out ? cols : out;
+}
+
+static size_t slice_bytes(int64_t in, int64_t out, orin_dtype dt)
+{
+    size_t b = (size_t)slice_outputs(in, out, dt) * (size_t)in * orin_dtype_size(dt);
+    return (b + SLICE_ALIGN - 1) / SLICE_ALIGN * SLICE_ALIGN;
+}
+
+// ---- the ops ------------------------------------------------------------------------
+
+struct quant_call {
+    const char *label;
+    orin_weight_format fmt;
+    orin_dtype dt;
+    int64_t n, in, out;
+};
+
+// Prefill: dequantize a slice of outputs, multiply, next slice. The workspace
+// holds the slice, then cuBLASLt's own.
+static int quant_prefill(const orin_exec *ex, const orin_matmul_quant_args *a,
+                         const quant_call *c)
+{
+    const size_t need = slice_bytes(c->in, c->out, c->dt);
+    const uintptr_t base = ((uintptr_t)ex->workspace + SLICE_ALIGN - 1) / SLICE_ALIGN * SLICE_ALIGN;
+    const size_t pad = base - (uintptr_t)ex->workspace;
+    if (!ex->workspace || ex->workspace_size < pad + need)
+        return orin_error_set("%s: workspace of %zu bytes, %zu needed", c->label,
+                              ex->workspace_size, pad + need);
+    void *slice = (void *)base, *lt_ws;
+    size_t lt_bytes = cuda_matmul_usable_workspace((char *)slice + need,
+                                                   ex->workspace_size - pad - need, &lt_ws);
+    const int64_t cols = slice_outputs(c->in, c->out, c->dt);
+    const size_t elem = orin_dtype_size(c->dt);
+    const orin_qweight *w = &a->w;
+    for (int64_t o0 = 0; o0 < c->out; o0 += cols) {
+        const int64_t rows = c->out - o0 < cols ? c->out - o0 : cols;
+        const unsigned blocks = grid_for(ex, c->fmt == ORIN_WEIGHT_AWQ4 ? c->in * rows / 8
+                                                                        : c->in * rows);
+        cudaStream_t stream = orin_cu_stream(ex);
+        if (c->fmt == ORIN_WEIGHT_AWQ4) {
+            ORIN_CU_DISPATCH(c->dt, c->label, T,
+                             awq_dequant_kernel<T><<<blocks, GEMV_THREADS, 0, stream>>>(
+                                 (const uint32_t *)w->qweight.data,
+                                 (const uint32_t *)w->zeros.data, (const __half *)w->scales.data,
+                                 (T *)slice, (int)c->in, (int)c->out, w->group_size, (int)o0,
+                                 (int)rows));
+        } else {
+            ORIN_CU_DISPATCH(c->dt, c->label, T,
+                             int8_dequant_kernel<T><<<blocks, GEMV_THREADS, 0, stream>>>(
+                                 (const int8_t *)w->qweight.data, (const __half *)w->scales.data,
+                                 (T *)slice, (int)c->in, w->group_size, (int)o0, (int)rows));
+        }
+        if (orin_cu_launched(c->label, c->dt, "dequantize w [%lld, %lld] rows %lld..%lld",
+                             (long long)c->out, (long long)c->in, (long long)o0,
+                             (long long)(o0 + rows)))
+            return -1;
+        const bool kmajor = c->fmt == ORIN_WEIGHT_AWQ4;
+        const cuda_gemm g = {
+            .n = c->n, .in = c->in, .out = rows,
+            .x = a->x.data, .w = slice,
+            .bias = a->bias.data ? (const char *)a->bias.data + (size_t)o0 * elem : NULL,
+            .y = (char *)a->y.data + (size_t)o0 * elem,
+            .w_kmajor = kmajor, .ldw = kmajor ? rows : c->in, .ldy = c->out,
+        };
+        if (cuda_lt_gemm(ex, c->label, c->dt, &g, lt_ws, lt_bytes) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int awq_decode(const orin_exec *ex, const orin_matmul_quant_args *a, const quant_call *c)
+{
+    const int wpt = awq_words_per_thread(&a->w, c->out);
+    const int64_t strips = awq_strips(c->out, wpt);
+    awq_gemv_params p = {
+        .qweight = (const uint32_t *)a->w.qweight.data,
+        .zeros = (const uint32_t *)a->w.zeros.data,
+        .scales = (const __half *)a->w.scales.data,
+        .x = a->x.data, .bias = a->bias.data, .y = a->y.data,
+        .partials = NULL, .slab = -1,
+        .in = (int)c->in, .out = (int)c->out, .group = a->w.group_size,
+        .k_per_block = 0, .ksplit = 1,
+    };
+    awq_split(orin_cu_sm_count(ex), strips, c->in, &p.k_per_block, &p.ksplit);
+    if (p.ksplit > 1) {
+        const size_t need = (size_t)p.ksplit * (size_t)c->out * sizeof(float);
+        if (!ex->workspace || ex->workspace_size < need || !orin_cu_aligned16(ex->workspace))
+            return orin_error_set("%s: workspace of %zu bytes, %zu needed (16-byte aligned)",
+                                  c->label, ex->workspace_size, need);
+        p.partials = (float *)ex->workspace;
+        p.slab = orin_cu_stream_slot(&awq_slabs, ex, AWQ_COUNTER_SLABS);
+        if (p.slab < 0)
+            return orin_error_set("%s: split-K counters for more than %d streams", c->label,
+                                  AWQ_COUNTER_SLABS);
+    }
+    ORIN_CU_DISPATCH(c->dt, c->label, T, awq_gemv<T>(ex, p, wpt, strips));
+    return orin_cu_launched(c->label, c->dt, "awq gemv: x [1, %lld], w [%lld, %lld], group %d",
+                            (long long)c->in, (long long)c->out, (long long)c->in,
+                            a->w.group_size);
+}
+
+static int int8_decode(const orin_exec *ex, const orin_matmul_quant_args *a, const quant_call *c)
+{
+    const int8_gemv_params p = {
+        .q = (const int8_t *)a->w.qweight.data,
+        .scales = (const __half *)a->w.scales.data,
+        .x = a->x.data, .bias = a->bias.data, .y = a->y.data,
+        .in = (int)c->in, .out = (int)c->out, .group = a->w.group_size,
+    };
+    ORIN_CU_DISPATCH(c->dt, c->label, T, int8_gemv<T>(ex, p));
+    return orin_cu_launched(c->label, c->dt, "int8 gemv: x [1, %lld], w [%lld, %lld], group %d",
+                            (long long)c->in, (long long)c->out, (long long)c->in,
+                            a->w.group_size);
+}
+
+static int matmul_quant(const orin_exec *ex, const orin_matmul_quant_args *a,
+                        orin_weight_format fmt, orin_dtype dt, const char *label)
+{
+    if (orin_check_matmul_quant(label, ex, a, fmt, CUDA, dt))
+        return -1;
+    if (dt != ORIN_F32 && dt != ORIN_F16 && dt != ORIN_BF16)
+        return orin_error_set("%s: dtype %s is not supported on cuda", label,
+                              orin_dtype_name(dt));
+    const quant_call c = {
+        .label = label, .fmt = fmt, .dt = dt,
+        .n = orin_tensor_rows(&a->x),
+        .in = a->x.shape[a->x.ndim - 1],
+        .out = a->y.shape[a->y.ndim - 1],
+    };
+    if (c.in > INT32_MAX || c.out > INT32_MAX)
+        return orin_error_set("%s: dimensions beyond 2^31 (w [%lld, %lld])", label,
+                              (long long)c.out, (long long)c.in);
+    if (c.n > 1)
+        return quant_prefill(ex, a, &c);
+    return fmt == ORIN_WEIGHT_AWQ4 ? awq_decode(ex, a, &c) : int8_decode(ex, a, &c);
+}
+
+extern "C" int cuda_matmul_awq4(const orin_exec *ex, const orin_matmul_quant_args *a,
+                                orin_dtype dt)
+{
+    return matmul_quant(ex, a, ORIN_WEIGHT_AWQ4, dt, "matmul.awq4 (common)");
+}
+
+extern "C" int cuda_matmul_int8(const orin_exec *ex, const orin_matmul_quant_args *a,
+                                orin_dtype dt)
+{
+    return matmul_quant(ex, a, ORIN_WEIGHT_INT8, dt, "matmul.int8 (common)");
+}
+
+// The larger of the prefill's (a slice, then cuBLASLt's workspace) and the
+// AWQ decode's (the split-K partials), for the widest call the args describe.
+extern "C" size_t cuda_matmul_quant_workspace_size(const void *args)
+{
+    const orin_matmul_quant_args *a = (const orin_matmul_quant_args *)args;
+    if (!a || a->x.ndim < 1 || a->y.ndim < 1)
+        return 0;
+    const int64_t in = a->x.shape[a->x.ndim - 1], out = a->y.shape[a->y.ndim - 1];
+    if (in < 1 || out < 1)
+        return 0;
+    const size_t prefill = SLICE_ALIGN + slice_bytes(in, out, a->x.dtype) +
+                           cuda_matmul_workspace_size(args);
+    const size_t decode = awq_partials_bytes(out);
+    return prefill > decode ? prefill : decode;
+}
