@@ -52,25 +52,12 @@ __device__ __forceinline__ float dot16(uint4 raw, const float (&x)[orin_cu_vec<T
 }
 
 // The PDL prologue of a GEMV block (orin/cuda_util.cuh): lets the next kernel
-// launch, asks L2 for the first GEMV_UNROLL chunks of each of its rows (one
-// prefetch a 128-byte line; what the first pass of gemv_rows loads), then
-// waits for the previous kernel, whose output x is. The weights stream in while
-// the previous kernel drains instead of after it.
-template <typename T, int ROWS, bool VEC>
-__device__ __forceinline__ void gemv_prefetch(const T *const (&w)[ROWS], int in)
+// launch, then waits for the previous one, whose output x is. (Prefetching the
+// first weight chunks into L2 before the wait was measured slower:
+// bench/notes/decode.md.)
+__device__ __forceinline__ void gemv_prologue()
 {
     orin_cu_allow_next();
-    constexpr int V = orin_cu_vec<T>::n, PER_LINE = 128 / 16;
-    if (VEC && (threadIdx.x % PER_LINE) == 0) {
-#pragma unroll
-        for (int u = 0; u < GEMV_UNROLL; u++) {
-            const int c = threadIdx.x + u * GEMV_THREADS;
-            if (c < in / V)
-#pragma unroll
-                for (int r = 0; r < ROWS; r++)
-                    orin_cu_prefetch_l2(w[r] + (size_t)c * V);
-        }
-    }
     orin_cu_wait_prior();
 }
 
@@ -143,7 +130,7 @@ __global__ void __launch_bounds__(GEMV_THREADS)
         s_of[r] = s;
         w[r] = (const T *)seg.w[s] + (size_t)(g - seg.begin[s]) * in;
     }
-    gemv_prefetch<T, R, VEC>(w, in);
+    gemv_prologue();
     float acc[R] = {};
     gemv_rows<T, R, VEC>(w, x, in, acc);
     float sum = gemv_block_sum<R>(acc);
@@ -176,7 +163,7 @@ __global__ void __launch_bounds__(GEMV_THREADS)
         w[r] = wg + (size_t)j * in;
         w[R + r] = wu + (size_t)j * in;
     }
-    gemv_prefetch<T, 2 * R, VEC>(w, in);
+    gemv_prologue();
     float acc[2 * R] = {};
     gemv_rows<T, 2 * R, VEC>(w, x, in, acc);
     __shared__ float both[2 * R];

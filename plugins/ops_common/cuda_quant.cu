@@ -37,8 +37,26 @@
 // The AWQ GEMV's split-K: k rows a block takes are a multiple of this (8 warps
 // x a batch of 8 rows), and the grid aims at this many blocks per SM.
 #define AWQ_K_QUANTUM 64
+// 16-byte chunks of each row the int8 GEMV has in flight per lane.
+#define INT8_UNROLL 4
+#define AWQ_MAX_K 1024 // k rows a block takes at most (x staged in shared memory)
 #define AWQ_BATCH 8
+// (Tunables, overridable with -D for bench/ experiments.)
+#ifndef AWQ_BLOCKS_PER_SM
 #define AWQ_BLOCKS_PER_SM 2
+#endif
+// Partials the last block of a strip has in flight per column.
+#ifndef AWQ_SUM_BATCH
+#define AWQ_SUM_BATCH 16
+#endif
+// The AWQ kernel's minimum resident blocks per SM (caps its registers).
+#ifndef AWQ_MIN_BLOCKS
+#define AWQ_MIN_BLOCKS 1
+#endif
+// Words a thread takes at most (2: 8-byte loads).
+#ifndef AWQ_MAX_WPT
+#define AWQ_MAX_WPT 2
+#endif
 // Counted for the workspace bound (the grid never takes more SMs than this).
 #define AWQ_MAX_SMS 256
 // Strip counters (the split-K's "last block" tickets): slabs for this many
@@ -109,81 +127,93 @@ __device__ __forceinline__ void load_x16(const T *x, int c, float (&xv)[16])
     }
 }
 
-// y = (q * s) x (+ bias). Launch: grid ceil(out / R), 256 threads; block b owns
-// outputs bR..bR+R-1. VEC (in and group multiples of 16, q and x 16-byte
-// aligned): thread t takes the 16-byte chunks t, t + 256, ... of each row,
-// R 16-byte loads in flight; one chunk lies in one group, so its dot is scaled
-// once. Bound by the weight bytes (R as the float GEMV picks it).
-template <typename T, int R, bool VEC>
+// y = (q * s) x (+ bias). Launch: grid ceil(out / (8 RW)), 256 threads: a warp
+// per RW rows (no shared memory, no block barrier: a warp's shuffle sum ends
+// it). VEC (in and group multiples of 16, q and x 16-byte aligned): lane l
+// takes the 16-byte chunks l, l + 32, ... of its rows, INT8_UNROLL x RW of
+// them in flight; one chunk lies in one group, so its dot is scaled once.
+// Otherwise single bytes, lane-strided. Bound by the weight bytes: a warp a
+// row keeps even 1,024-row products (k/v) at 128 blocks with their loads in
+// flight, where a block a row would be latency-bound.
+template <typename T, int RW, bool VEC>
 __global__ void __launch_bounds__(GEMV_THREADS) int8_gemv_kernel(int8_gemv_params p)
 {
     const T *x = (const T *)p.x;
     const int groups = p.in / p.group;
-    const int row0 = blockIdx.x * R;
-    int rows[R];
+    const int lane = threadIdx.x & 31;
+    const int row0 = (blockIdx.x * (GEMV_THREADS / 32) + (threadIdx.x >> 5)) * RW;
+    int rows[RW];
 #pragma unroll
-    for (int r = 0; r < R; r++)
+    for (int r = 0; r < RW; r++)
         rows[r] = min(row0 + r, p.out - 1); // past the end: a real row, result dropped
-    // PDL prologue (orin/cuda_util.cuh): the first chunk of each row into L2
-    // while the previous kernel finishes, then wait for it (it wrote x).
+    // PDL prologue (orin/cuda_util.cuh): the previous kernel wrote x.
     orin_cu_allow_next();
-    if (VEC && threadIdx.x % 8 == 0 && threadIdx.x < p.in / 16)
-#pragma unroll
-        for (int r = 0; r < R; r++)
-            orin_cu_prefetch_l2(p.q + (size_t)rows[r] * p.in + (size_t)threadIdx.x * 16);
     orin_cu_wait_prior();
-    float acc[R] = {};
+    float acc[RW] = {};
     if (VEC) {
+        // a chunk past the end reads the row's chunk 0 again and is not counted
         const int chunks = p.in / 16;
-        for (int c = threadIdx.x; c < chunks; c += GEMV_THREADS) {
-            uint4 raw[R];
+        for (int c0 = lane; c0 < chunks; c0 += INT8_UNROLL * 32) {
+            uint4 raw[INT8_UNROLL][RW];
 #pragma unroll
-            for (int r = 0; r < R; r++)
-                raw[r] = load_weights16(p.q + (size_t)rows[r] * p.in + (size_t)c * 16);
-            float xv[16];
-            load_x16(x, c, xv);
-            const int g = c * 16 / p.group;
+            for (int u = 0; u < INT8_UNROLL; u++) {
+                const int c = c0 + u * 32 < chunks ? c0 + u * 32 : 0;
 #pragma unroll
-            for (int r = 0; r < R; r++)
-                acc[r] = fmaf(int8_dot16(raw[r], xv),
-                              __half2float(p.scales[(size_t)rows[r] * groups + g]), acc[r]);
+                for (int r = 0; r < RW; r++)
+                    raw[u][r] = load_weights16(p.q + (size_t)rows[r] * p.in + (size_t)c * 16);
+            }
+#pragma unroll
+            for (int u = 0; u < INT8_UNROLL; u++) {
+                const int c = c0 + u * 32;
+                if (c >= chunks)
+                    break;
+                float xv[16];
+                load_x16(x, c, xv);
+                const int g = c * 16 / p.group;
+#pragma unroll
+                for (int r = 0; r < RW; r++)
+                    acc[r] = fmaf(int8_dot16(raw[u][r], xv),
+                                  __half2float(p.scales[(size_t)rows[r] * groups + g]), acc[r]);
+            }
         }
     } else {
-        for (int k = threadIdx.x; k < p.in; k += GEMV_THREADS) {
+        for (int k = lane; k < p.in; k += 32) {
             const float xk = orin_cu_f32(x[k]);
 #pragma unroll
-            for (int r = 0; r < R; r++) {
+            for (int r = 0; r < RW; r++) {
                 const float s = __half2float(p.scales[(size_t)rows[r] * groups + k / p.group]);
                 acc[r] = fmaf(xk, (float)p.q[(size_t)rows[r] * p.in + k] * s, acc[r]);
             }
         }
     }
-    float sum = gemv_block_sum<R>(acc);
-    const int r = threadIdx.x;
-    if (r < R && row0 + r < p.out) {
-        if (p.bias)
-            sum += orin_cu_f32(((const T *)p.bias)[row0 + r]);
-        ((T *)p.y)[row0 + r] = orin_cu_from_f32<T>(sum);
+#pragma unroll
+    for (int r = 0; r < RW; r++) {
+        const float sum = orin_cu_warp_sum(acc[r]);
+        if (lane == 0 && row0 + r < p.out) {
+            const float b = p.bias ? orin_cu_f32(((const T *)p.bias)[row0 + r]) : 0.0f;
+            ((T *)p.y)[row0 + r] = orin_cu_from_f32<T>(sum + b);
+        }
     }
 }
 
-template <typename T, int R>
+template <typename T, int RW>
 static void launch_int8_gemv(const orin_exec *ex, const int8_gemv_params &p, bool vec)
 {
-    orin_cu_launch(ex, true, vec ? int8_gemv_kernel<T, R, true> : int8_gemv_kernel<T, R, false>,
-                   dim3((p.out + R - 1) / R), dim3(GEMV_THREADS), 0, p);
+    const int per_block = RW * (GEMV_THREADS / 32);
+    orin_cu_launch(ex, true, vec ? int8_gemv_kernel<T, RW, true> : int8_gemv_kernel<T, RW, false>,
+                   dim3((p.out + per_block - 1) / per_block), dim3(GEMV_THREADS), 0, p);
 }
 
+// Rows a warp takes: 2 where that still leaves 16 warps per SM, else 1.
 template <typename T>
 static void int8_gemv(const orin_exec *ex, const int8_gemv_params &p)
 {
     const bool vec = p.in % 16 == 0 && p.group % 16 == 0 && orin_cu_aligned16(p.q) &&
                      orin_cu_aligned16(p.x);
-    switch (gemv_rows_per_block(ex, p.out)) {
-    case 4: launch_int8_gemv<T, 4>(ex, p, vec); break;
-    case 2: launch_int8_gemv<T, 2>(ex, p, vec); break;
-    default: launch_int8_gemv<T, 1>(ex, p, vec); break;
-    }
+    if (p.out >= 2 * 16 * orin_cu_sm_count(ex))
+        launch_int8_gemv<T, 2>(ex, p, vec);
+    else
+        launch_int8_gemv<T, 1>(ex, p, vec);
 }
 
 // ---- AWQ GEMV -----------------------------------------------------------------------
@@ -226,46 +256,121 @@ __device__ __forceinline__ void store_out(const awq_gemv_params &p, int col, flo
     ((T *)p.y)[col] = orin_cu_from_f32<T>(sum);
 }
 
+// The 8 nibbles of an AWQ word as f32, each in the mantissa of 2^23 at its
+// own place: nibble i of the word at bits b_i of the float (nibble_unit(i) =
+// 2^b_i), so that the float is 2^23 + q 2^b_i exactly. Nibbles 0-4 stay where they
+// are (bits 0-19 of the word), 5-7 come from the word shifted right by 12: one
+// shift and one LOP3 a nibble, no per-nibble shift. Subtracting
+// 2^23 + z 2^b_i leaves (q - z) 2^b_i, exact; the power
+// of two comes off with the scale at the end of the group.
+// (a & MASK) | c in one LOP3 (lut 0xEA). Written as PTX: from C the compiler
+// folds both constants in and splits it in two (LOP3 takes one immediate).
+template <uint32_t MASK>
+__device__ __forceinline__ uint32_t and_or(uint32_t a, uint32_t c)
+{
+    uint32_t d;
+    asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(a), "n"(MASK), "r"(c));
+    return d;
+}
+
+// `magic` is MAGIC_BITS held in a register (see and_or).
+__device__ __forceinline__ void awq_nibbles(uint32_t w, uint32_t magic, float (&m)[8])
+{
+    const uint32_t hi = w >> 12;
+    m[0] = __int_as_float(and_or<0xFu>(w, magic));
+    m[1] = __int_as_float(and_or<0xF0u>(w, magic));
+    m[2] = __int_as_float(and_or<0xF00u>(w, magic));
+    m[3] = __int_as_float(and_or<0xF000u>(w, magic));
+    m[4] = __int_as_float(and_or<0xF0000u>(w, magic));
+    m[5] = __int_as_float(and_or<0xF00u>(hi, magic));
+    m[6] = __int_as_float(and_or<0xF000u>(hi, magic));
+    m[7] = __int_as_float(and_or<0xF0000u>(hi, magic));
+}
+
+// part += x[k + u] (q[u] - zero) for the batch's rows inside the segment (a
+// row past it, read again as the segment's last, counts 0 times).
+template <int WPT>
+__device__ __forceinline__ void awq_batch_fma(const uint32_t (&q)[AWQ_BATCH][WPT],
+                                              const float *xs, int k, int seg_end, int block_k,
+                                              uint32_t magic, const float (&zero)[8 * WPT],
+                                              float (&part)[8 * WPT])
+{
+#pragma unroll
+    for (int u = 0; u < AWQ_BATCH; u++) {
+        const float xk = xs[min(k + u, seg_end - 1) - block_k] * (k + u < seg_end ? 1.0f : 0.0f);
+#pragma unroll
+        for (int w = 0; w < WPT; w++) {
+            float m[8];
+            awq_nibbles(q[u][w], magic, m);
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                part[8 * w + i] = fmaf(xk, m[i] - zero[8 * w + i], part[8 * w + i]);
+        }
+    }
+}
+
+// The words of rows k..k+AWQ_BATCH-1 (clamped to the segment's last row).
+template <int WPT>
+__device__ __forceinline__ void awq_load_batch(const uint32_t *qweight, int words, int word0,
+                                               int k, int seg_end,
+                                               uint32_t (&q)[AWQ_BATCH][WPT])
+{
+    const uint32_t *row = qweight + (size_t)k * words + word0;
+#pragma unroll
+    for (int u = 0; u < AWQ_BATCH; u++)
+        load_awq_words<WPT>(row + (size_t)min(u, seg_end - 1 - k) * words, q[u]);
+}
+
+__device__ __forceinline__ float nibble_unit(int i)
+{
+    return (float)(1u << (i < 5 ? 4 * i : 4 * i - 12));
+}
+
 // Launch: grid (strips, ksplit), 256 threads (8 warps). Block (s, b) owns the
 // strip of 32 x WPT words (256 x WPT outputs) at s and the k rows
-// [b K, (b + 1) K), K = k_per_block, a multiple of 64; warp w takes K / 8 of
-// them, lane l the WPT words at (32 s + l) WPT of each row: a warp reads
-// 128 x WPT contiguous bytes a row, AWQ_BATCH rows in flight. Per group it
-// sums x[k] (q - z) (the nibble put in 2^23's mantissa less 2^23 + z, exact)
-// and then multiplies by the scale. The 8 warps' sums meet in shared memory
-// (32 x (8 WPT + 1) floats a warp, padded against bank conflicts); with
-// ksplit > 1 each block writes its partial and the last of the strip's blocks
-// (a ticket counter, reset by that block) sums them in block order and
-// stores y. Bound by the packed weight bytes; the partials (ksplit x out
-// floats) stay in L2.
+// [b K, (b + 1) K), K = k_per_block, a multiple of 64 and at most AWQ_MAX_K;
+// warp w takes K / 8 of them, lane l the WPT words at (32 s + l) WPT of each
+// row: a warp reads 128 x WPT contiguous bytes a row, AWQ_BATCH rows (all of a
+// batch's loads issued before the first use). x[block's rows] is staged in
+// shared memory as f32 once. Per group a thread sums x[k] (q - z) (awq_nibbles
+// less the zero, exact) and then multiplies by the scale. The 8 warps' sums
+// meet in shared memory (32 x (8 WPT + 1) floats a warp, padded against bank
+// conflicts); with ksplit > 1 each block writes its partial and the last of
+// the strip's blocks (a ticket counter, reset by that block) sums them in
+// block order and stores y. Per nibble: 1 LOP3, 1 FADD, 1 FFMA (+1 SHF a word):
+// about 3 instructions a weight, so the 4-bit stream is issue-bound near 3 TB/s
+// on an H100; the partials (ksplit x out floats) stay in L2.
 template <typename T, int WPT>
-__global__ void __launch_bounds__(GEMV_THREADS) awq_gemv_kernel(awq_gemv_params p)
+__global__ void __launch_bounds__(GEMV_THREADS, AWQ_MIN_BLOCKS) awq_gemv_kernel(awq_gemv_params p)
 {
     constexpr int COLS = 8 * WPT;   // outputs a thread owns
     constexpr int STRIP = 32 * COLS;
     constexpr int WARPS = GEMV_THREADS / 32;
     __shared__ float red[WARPS][32 * (COLS + 1)];
+    __shared__ float xs[AWQ_MAX_K];
     __shared__ bool last;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int words = p.out / 8;
     const int word0 = (blockIdx.x * 32 + lane) * WPT;
-    const T *x = (const T *)p.x;
+    const bool active = word0 < words;
 
     float acc[COLS] = {};
     const int per_warp = p.k_per_block / WARPS;
-    const int block_end = min((blockIdx.y + 1) * p.k_per_block, p.in);
-    int k = blockIdx.y * p.k_per_block + warp * per_warp;
+    const int block_k = blockIdx.y * p.k_per_block;
+    const int block_end = min(block_k + p.k_per_block, p.in);
+    int k = block_k + warp * per_warp;
     const int k_end = min(k + per_warp, block_end);
 
-    // PDL prologue (orin/cuda_util.cuh): this warp's first batch of rows into
-    // L2 (a warp's 128 x WPT bytes a row: one line, lane 0 asks) while the
-    // previous kernel finishes, then wait for it (it wrote x).
+    // PDL prologue (orin/cuda_util.cuh): the previous kernel wrote x.
     orin_cu_allow_next();
-    if (lane == 0 && word0 < words)
-        for (int u = 0; u < AWQ_BATCH && k + u < k_end; u++)
-            orin_cu_prefetch_l2(p.qweight + (size_t)(k + u) * words + word0);
     orin_cu_wait_prior();
-    while (word0 < words && k < k_end) {
+    for (int i = threadIdx.x; i < block_end - block_k; i += GEMV_THREADS)
+        xs[i] = orin_cu_f32(((const T *)p.x)[block_k + i]);
+    __syncthreads();
+
+    uint32_t magic = MAGIC_BITS;
+    asm volatile("" : "+r"(magic)); // a register, not an immediate (awq_nibbles)
+    while (active && k < k_end) {
         const int g = k / p.group;
         const int seg_end = min(k_end, (g + 1) * p.group);
         float zero[COLS], part[COLS] = {};
@@ -274,36 +379,33 @@ __global__ void __launch_bounds__(GEMV_THREADS) awq_gemv_kernel(awq_gemv_params 
             const uint32_t z = __ldg(p.zeros + (size_t)g * words + word0 + w);
 #pragma unroll
             for (int i = 0; i < 8; i++)
-                zero[8 * w + i] = MAGIC + (float)((z >> (4 * i)) & 15u);
+                zero[8 * w + i] = MAGIC + (float)((z >> (4 * i)) & 15u) * nibble_unit(i);
         }
-        for (; k < seg_end; k += AWQ_BATCH) {
-            uint32_t q[AWQ_BATCH][WPT];
-            float xk[AWQ_BATCH];
-#pragma unroll
-            for (int u = 0; u < AWQ_BATCH; u++) {
-                const bool inside = k + u < seg_end; // else: row k again, times 0
-                load_awq_words<WPT>(p.qweight + (size_t)(inside ? k + u : k) * words + word0,
-                                    q[u]);
-                xk[u] = inside ? orin_cu_f32(x[k + u]) : 0.0f;
-            }
-#pragma unroll
-            for (int u = 0; u < AWQ_BATCH; u++)
-#pragma unroll
-                for (int w = 0; w < WPT; w++)
-#pragma unroll
-                    for (int i = 0; i < 8; i++) {
-                        const float qz =
-                            __int_as_float(MAGIC_BITS | ((q[u][w] >> (4 * i)) & 15u)) -
-                            zero[8 * w + i];
-                        part[8 * w + i] = fmaf(xk[u], qz, part[8 * w + i]);
-                    }
+        // Batches of AWQ_BATCH rows, double-buffered (qa, qb by turns): the
+        // next batch's words are loaded before this one is used, so that a
+        // thread always has a batch of loads in flight (the compiler would
+        // otherwise issue each load just before its use).
+        uint32_t qa[AWQ_BATCH][WPT], qb[AWQ_BATCH][WPT];
+        awq_load_batch<WPT>(p.qweight, words, word0, k, seg_end, qa);
+        for (;;) {
+            if (k + AWQ_BATCH < seg_end)
+                awq_load_batch<WPT>(p.qweight, words, word0, k + AWQ_BATCH, seg_end, qb);
+            awq_batch_fma<WPT>(qa, xs, k, seg_end, block_k, magic, zero, part);
+            if ((k += AWQ_BATCH) >= seg_end)
+                break;
+            if (k + AWQ_BATCH < seg_end)
+                awq_load_batch<WPT>(p.qweight, words, word0, k + AWQ_BATCH, seg_end, qa);
+            awq_batch_fma<WPT>(qb, xs, k, seg_end, block_k, magic, zero, part);
+            if ((k += AWQ_BATCH) >= seg_end)
+                break;
         }
         const __half *s = p.scales + (size_t)g * p.out + (size_t)word0 * 8;
 #pragma unroll
         for (int w = 0; w < WPT; w++)
 #pragma unroll
             for (int i = 0; i < 8; i++)
-                acc[8 * w + i] = fmaf(__half2float(s[8 * w + awq_column_of_nibble(i)]),
+                acc[8 * w + i] = fmaf(__half2float(s[8 * w + awq_column_of_nibble(i)]) /
+                                          nibble_unit(i),
                                       part[8 * w + i], acc[8 * w + i]);
     }
 
@@ -341,10 +443,24 @@ __global__ void __launch_bounds__(GEMV_THREADS) awq_gemv_kernel(awq_gemv_params 
     if (!last)
         return;
     __threadfence();
+    // AWQ_SUM_BATCH partials' loads in flight at a time (one after another, an
+    // L2 round trip each, they cost more than the whole product); added in
+    // block order all the same.
     for (int c = threadIdx.x; c < STRIP && strip0 + c < p.out; c += GEMV_THREADS) {
+        const float *col = p.partials + strip0 + c;
         float sum = 0.0f;
-        for (int b = 0; b < p.ksplit; b++)
-            sum += __ldcg(p.partials + (size_t)b * p.out + strip0 + c);
+        int b = 0;
+        for (; b + AWQ_SUM_BATCH <= p.ksplit; b += AWQ_SUM_BATCH) {
+            float v[AWQ_SUM_BATCH];
+#pragma unroll
+            for (int j = 0; j < AWQ_SUM_BATCH; j++)
+                v[j] = __ldcg(col + (size_t)(b + j) * p.out);
+#pragma unroll
+            for (int j = 0; j < AWQ_SUM_BATCH; j++)
+                sum += v[j];
+        }
+        for (; b < p.ksplit; b++)
+            sum += __ldcg(col + (size_t)b * p.out);
         store_out<T>(p, strip0 + c, sum);
     }
     if (threadIdx.x == 0)
@@ -355,7 +471,9 @@ __global__ void __launch_bounds__(GEMV_THREADS) awq_gemv_kernel(awq_gemv_params 
 // aligned, else 1.
 static int awq_words_per_thread(const orin_qweight *w, int64_t out)
 {
-    return (out / 8) % 2 == 0 && ((uintptr_t)w->qweight.data & 7u) == 0 ? 2 : 1;
+    return AWQ_MAX_WPT == 2 && (out / 8) % 2 == 0 && ((uintptr_t)w->qweight.data & 7u) == 0
+               ? 2
+               : 1;
 }
 
 static int64_t awq_strips(int64_t out, int wpt)
@@ -374,17 +492,19 @@ static void awq_split(int sms, int64_t strips, int64_t in, int *k_per_block, int
         want = 1;
     int64_t k = (in + want - 1) / want;
     k = (k + AWQ_K_QUANTUM - 1) / AWQ_K_QUANTUM * AWQ_K_QUANTUM;
+    k = k < AWQ_MAX_K ? k : AWQ_MAX_K;
     *k_per_block = (int)k;
     *ksplit = (int)((in + k - 1) / k);
 }
 
-// The split-K's partials: at most (2 x AWQ_MAX_SMS / strips + 1) splits of out
-// floats, strips counted at their widest (the fewest strips, the most splits).
-static size_t awq_partials_bytes(int64_t out)
+// The split-K's partials: ksplit x out floats, at their most where the strips
+// are widest (the fewest strips, the most splits) on the largest GPU counted.
+static size_t awq_partials_bytes(int64_t in, int64_t out)
 {
-    const int64_t strips = awq_strips(out, 2);
-    const int64_t splits = (int64_t)AWQ_BLOCKS_PER_SM * AWQ_MAX_SMS / strips + 2;
-    return (size_t)(splits * out) * sizeof(float);
+    const int64_t strips = awq_strips(out, 2) > 0 ? awq_strips(out, 2) : 1; /* out < 8: none */
+    int k_per_block, ksplit;
+    awq_split(AWQ_MAX_SMS, strips, in, &k_per_block, &ksplit);
+    return (size_t)ksplit * (size_t)out * sizeof(float);
 }
 
 template <typename T>
@@ -548,6 +668,10 @@ static int awq_decode(const orin_exec *ex, const orin_matmul_quant_args *a, cons
         .k_per_block = 0, .ksplit = 1,
     };
     awq_split(orin_cu_sm_count(ex), strips, c->in, &p.k_per_block, &p.ksplit);
+    if (p.ksplit > 1 && strips > AWQ_COUNTERS)
+        return orin_error_set("%s: w [%lld, %lld]: more than %d outputs with more than %d "
+                              "inputs (the decode kernel's limits)", c->label, (long long)c->out,
+                              (long long)c->in, AWQ_COUNTERS * 32 * wpt * 8, AWQ_MAX_K);
     if (p.ksplit > 1) {
         const size_t need = (size_t)p.ksplit * (size_t)c->out * sizeof(float);
         if (!ex->workspace || ex->workspace_size < need || !orin_cu_aligned16(ex->workspace))
@@ -625,6 +749,6 @@ extern "C" size_t cuda_matmul_quant_workspace_size(const void *args)
         return 0;
     const size_t prefill = SLICE_ALIGN + slice_bytes(in, out, a->x.dtype) +
                            cuda_matmul_workspace_size(args);
-    const size_t decode = awq_partials_bytes(out);
+    const size_t decode = awq_partials_bytes(in, out);
     return prefill > decode ? prefill : decode;
 }

@@ -103,8 +103,10 @@ static double logprob_of(const float *row, int32_t V, int32_t id, int32_t *argma
 }
 
 /* Greedy generation: the prompt, then `steps` tokens each the argmax of the
- * last logits. Returns 0, or -1 with the error set. */
-static int greedy(orin_model *m, const int32_t *prompt, int32_t n, int32_t steps, int32_t *out)
+ * last logits; gap[i]: how far step i's best logit is above the runner-up.
+ * Returns 0, or -1 with the error set. */
+static int greedy(orin_model *m, const int32_t *prompt, int32_t n, int32_t steps, int32_t *out,
+                  float *gap)
 {
     const int32_t V = orin_model_get_config(m)->vocab_size;
     float *logits = malloc((size_t)V * sizeof *logits);
@@ -113,7 +115,11 @@ static int greedy(orin_model *m, const int32_t *prompt, int32_t n, int32_t steps
         int32_t best = 0;
         for (int32_t j = 1; j < V; j++)
             best = logits[j] > logits[best] ? j : best;
+        float second = -INFINITY;
+        for (int32_t j = 0; j < V; j++)
+            second = j != best && logits[j] > second ? logits[j] : second;
         out[i] = best;
+        gap[i] = logits[best] - second;
         rc = orin_model_decode(m, best, n + i, logits);
     }
     free(logits);
@@ -121,36 +127,53 @@ static int greedy(orin_model *m, const int32_t *prompt, int32_t n, int32_t steps
 }
 
 /* Greedy tokens of the model in `opt` on its device, run eagerly with the
- * plain ops and replayed as a device graph with the fused ops (the defaults of
- * orin-run), are the same; in f32 they also equal the host's. */
+ * plain ops, eagerly with the fused ops and replayed as a device graph with the
+ * fused ops (the defaults of orin-run), are the same; in f32 they also equal
+ * the host's. The replay runs the eager fused run's kernels, so those two must
+ * agree exactly. A fused op rounds like its plain sequence but may sum in
+ * another order, so in f16/bf16 the plain and fused runs may part, at a step
+ * whose two best logits were within TIE_F16 / TIE_BF16 in the plain run (the
+ * half-precision logits of these models move by up to ~0.1 between the two:
+ * the model tests' 0.25 tolerance), and are compared up to there. */
+#define TIE_F16 0.05f
+#define TIE_BF16 0.25f
 static void compare_greedy(const orin_model_options *opt, const reference *ref)
 {
     enum { PROMPT = 32, STEPS = 200 };
     int32_t n = ref->n < PROMPT ? ref->n : PROMPT;
-    int32_t runs[3][STEPS];
-    const char *names[3] = {"eager, plain ops", "graph, fused ops", "host"};
-    int count = opt->dtype == ORIN_F32 ? 3 : 2;
+    int32_t runs[4][STEPS];
+    float gaps[4][STEPS];
+    const char *names[4] = {"eager, plain ops", "eager, fused ops", "graph, fused ops", "host"};
+    int count = opt->dtype == ORIN_F32 ? 4 : 3;
     for (int r = 0; r < count; r++) {
         orin_model_options o = *opt;
-        o.cuda_graph = r == 1;
-        o.fused_ops = r == 1;
-        o.device = r == 2 ? orin_device_cpu() : opt->device;
+        o.cuda_graph = r == 2;
+        o.fused_ops = r == 1 || r == 2;
+        o.device = r == 3 ? orin_device_cpu() : opt->device;
         o.max_context = n + STEPS;
         orin_model *m = NULL;
         CHECK(orin_model_load(&o, &m) == 0, "%s load: %s", names[r], orin_error());
-        CHECK(m && greedy(m, ref->ids, n, STEPS, runs[r]) == 0, "%s: %s", names[r],
+        CHECK(m && greedy(m, ref->ids, n, STEPS, runs[r], gaps[r]) == 0, "%s: %s", names[r],
               orin_error());
         orin_model_free(m);
     }
+    const float tie = opt->dtype == ORIN_F16 ? TIE_F16 : opt->dtype == ORIN_BF16 ? TIE_BF16 : 0;
     for (int r = 1; r < count; r++) {
+        const int base = r == 2 ? 1 : 0; /* the replay against the eager fused run */
         int first = -1;
         for (int i = 0; i < STEPS && first < 0; i++)
-            if (runs[r][i] != runs[0][i])
+            if (runs[r][i] != runs[base][i])
                 first = i;
-        printf("greedy %s vs %s, %d prompt tokens, %d steps: %s\n", names[r], names[0], n,
-               STEPS, first < 0 ? "identical" : "differ");
-        CHECK(first < 0, "greedy tokens (%s vs %s) differ from step %d: %d vs %d", names[r],
-              names[0], first, first >= 0 ? runs[r][first] : 0, first >= 0 ? runs[0][first] : 0);
+        const bool near_tie = r == 1 && first >= 0 && gaps[0][first] < tie;
+        printf("greedy %s vs %s, %d prompt tokens, %d steps: %s", names[r], names[base], n,
+               STEPS, first < 0 ? "identical\n" : near_tie ? "" : "differ\n");
+        if (near_tie)
+            printf("identical up to step %d, where the plain run's two best logits were %.4f "
+                   "apart (< %g)\n", first, gaps[0][first], tie);
+        CHECK(first < 0 || near_tie,
+              "greedy tokens (%s vs %s) differ from step %d: %d vs %d (best two %.4f apart)",
+              names[r], names[base], first, first >= 0 ? runs[r][first] : 0,
+              first >= 0 ? runs[base][first] : 0, first >= 0 ? gaps[base][first] : 0.0f);
     }
 }
 

@@ -261,12 +261,15 @@ static inline int orin_cu_stream_slot(orin_cu_stream_slots *t, const orin_exec *
  * before it on the stream is still running, once every block of that one has
  * called orin_cu_allow_next() (or exited). Such a kernel must call
  * orin_cu_wait_prior() before it reads anything an earlier kernel wrote or
- * writes anything an earlier kernel may still read; what it does before (a
- * GEMV prefetching its weights, which no kernel writes) overlaps the previous
- * kernel. The wait returns when the previous kernel has finished and its
- * writes are visible, and that kernel waited on its own predecessor, so the
- * order of the whole stream holds. Before sm_90, or with ORIN_PDL=0 in the
- * environment, the launch is an ordinary one and both calls do nothing. */
+ * writes anything an earlier kernel may still read; what it does before (its
+ * index arithmetic) overlaps the previous kernel, and its launch and block
+ * scheduling overlap that kernel's drain. The wait returns when the previous
+ * kernel has finished and its writes are visible, and that kernel waited on its
+ * own predecessor, so the order of the whole stream holds. Before sm_90, or
+ * with ORIN_PDL=0 in the environment, the launch is an ordinary one and both
+ * calls do nothing. (Measured on Qwen3-8B f16 decode, H100: -0.1 ms a token;
+ * GEMVs prefetching their first weights into L2 before the wait made it
+ * 0.6 ms slower: bench/notes/decode.md.) */
 __device__ __forceinline__ void orin_cu_wait_prior(void)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -279,12 +282,6 @@ __device__ __forceinline__ void orin_cu_allow_next(void)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
-}
-
-/* L2 prefetch of the 128-byte line holding p (weights ahead of a wait). */
-__device__ __forceinline__ void orin_cu_prefetch_l2(const void *p)
-{
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
 
 /* Whether launches on the exec's GPU take the programmatic attribute: compute
