@@ -2,7 +2,8 @@
 # On the lent GPU machine (no package registry): unpack the carried .deps/
 # (scripts/fetch-deps.sh), build with CUDA and run the whole test suite, the
 # gpu-labelled tests included; then compute-sanitizer: memcheck on the op tests
-# and on one model run, racecheck on the kernels that use shared memory.
+# and on model runs (float, AWQ, int8), racecheck on the kernels that use
+# shared memory.
 # Logs go to $OUT (or /tmp/orin-gpu-test); a short table is printed last.
 #
 #   bash scripts/gpu-test.sh [--no-sanitize]
@@ -44,6 +45,10 @@ if [ $sanitize = 1 ]; then
     "ops.common memcheck $build/test_ops_common --device cuda"
     "ops.common racecheck $build/test_ops_common --device cuda"
     "ops.fused memcheck $build/test_ops_fused --device cuda"
+    "ops.quant memcheck $build/test_ops_quant --device cuda"
+    "ops.quant racecheck $build/test_ops_quant --device cuda"
+    "model.qwen3-awq.fa2.f16 memcheck $build/test_model_logprobs $models/qwen3-tiny-awq $models/qwen3-tiny-awq/ref_short.json fa2 decode --device cuda --dtype f16 --tol 0.25 --graph on"
+    "model.qwen2.int8.prefill memcheck $build/test_model_logprobs $models/qwen2-tiny $models/int8/qwen2-tiny_short.json fa2 prefill --device cuda --quant int8 --tol 2e-3"
     "model.qwen3.fa2.f16 memcheck $build/test_model_logprobs $models/qwen3-tiny $models/qwen3-tiny/ref_short.json fa2 decode --device cuda --dtype f16 --tol 0.25 --graph on"
     "model.qwen2.mha.f32 memcheck $build/test_model_logprobs $models/qwen2-tiny $models/qwen2-tiny/ref_short.json mha prefill --device cuda --tol 2e-3"
   )

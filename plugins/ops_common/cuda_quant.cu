@@ -53,6 +53,12 @@
 #ifndef AWQ_MIN_BLOCKS
 #define AWQ_MIN_BLOCKS 1
 #endif
+// k rows a block takes at least (a multiple of AWQ_K_QUANTUM): fewer, longer
+// blocks for the small products, whose partial sums would cost more than the
+// parallelism buys.
+#ifndef AWQ_MIN_K
+#define AWQ_MIN_K 64
+#endif
 // Words a thread takes at most (2: 8-byte loads).
 #ifndef AWQ_MAX_WPT
 #define AWQ_MAX_WPT 2
@@ -492,6 +498,7 @@ static void awq_split(int sms, int64_t strips, int64_t in, int *k_per_block, int
         want = 1;
     int64_t k = (in + want - 1) / want;
     k = (k + AWQ_K_QUANTUM - 1) / AWQ_K_QUANTUM * AWQ_K_QUANTUM;
+    k = k > AWQ_MIN_K ? k : AWQ_MIN_K;
     k = k < AWQ_MAX_K ? k : AWQ_MAX_K;
     *k_per_block = (int)k;
     *ksplit = (int)((in + k - 1) / k);
@@ -533,7 +540,9 @@ __global__ void awq_dequant_kernel(const uint32_t *__restrict__ qweight,
         const int k = (int)(t / slice_words), j = (int)(t % slice_words), g = k / group;
         const uint32_t q = qweight[(size_t)k * words + c0 / 8 + j];
         const uint32_t z = zeros[(size_t)g * words + c0 / 8 + j];
-        const __half *s = scales + (size_t)g * out + c0 + 8 * j;
+        // the 8 scales in one 16-byte load (out and c0 are multiples of 8)
+        const uint4 s16 = *reinterpret_cast<const uint4 *>(scales + (size_t)g * out + c0 + 8 * j);
+        const __half *s = reinterpret_cast<const __half *>(&s16);
         float v[8];
 #pragma unroll
         for (int i = 0; i < 8; i++)
@@ -554,19 +563,46 @@ __global__ void awq_dequant_kernel(const uint32_t *__restrict__ qweight,
 }
 
 // w[r][k] = q[r0 + r][k] * s[r0 + r][k / group] for r < rows: the int8 slice
-// in its own [out][in] order. Launch: grid-stride, 256 threads, one element a
-// thread (the prefill's products take far longer than this pass).
-template <typename T>
+// in its own [out][in] order. Launch: grid-stride, 256 threads; VEC (in and
+// group multiples of 16, q 16-byte aligned): 16 weights a thread, one 16-byte
+// load and 16 x sizeof(T) bytes of stores; else one weight a thread. Bound by
+// the bytes written.
+template <typename T, bool VEC>
 __global__ void int8_dequant_kernel(const int8_t *__restrict__ q, const __half *__restrict__ scales,
                                     T *__restrict__ w, int in, int group, int r0, int rows)
 {
     const int groups = in / group;
-    const int64_t total = (int64_t)rows * in;
+    const int per = VEC ? 16 : 1;
+    const int64_t total = (int64_t)rows * in / per;
     for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < total;
          t += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t r = r0 + t / in;
-        const int k = (int)(t % in);
-        w[t] = orin_cu_from_f32<T>((float)q[r * in + k] * __half2float(scales[r * groups + k / group]));
+        const int64_t r = r0 + t * per / in;
+        const int k = (int)(t * per % in);
+        const float sc = __half2float(scales[r * groups + k / group]);
+        if (!VEC) {
+            w[t] = orin_cu_from_f32<T>((float)q[r * in + k] * sc);
+            continue;
+        }
+        const uint4 raw = *reinterpret_cast<const uint4 *>(q + r * in + k);
+        const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+        float v[16];
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            float f[4];
+            int8x4_to_f32(words[j], f);
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                v[4 * j + i] = f[i] * sc;
+        }
+        constexpr int V = orin_cu_vec<T>::n;
+#pragma unroll
+        for (int h = 0; h < 16 / V; h++) {
+            float part[V];
+#pragma unroll
+            for (int i = 0; i < V; i++)
+                part[i] = v[h * V + i];
+            orin_cu_store16(w + t * 16 + h * V, part);
+        }
     }
 }
 
@@ -618,9 +654,12 @@ static int quant_prefill(const orin_exec *ex, const orin_matmul_quant_args *a,
     const int64_t cols = slice_outputs(c->in, c->out, c->dt);
     const size_t elem = orin_dtype_size(c->dt);
     const orin_qweight *w = &a->w;
+    const bool int8_vec = c->in % 16 == 0 && w->group_size % 16 == 0 &&
+                          orin_cu_aligned16(w->qweight.data);
     for (int64_t o0 = 0; o0 < c->out; o0 += cols) {
         const int64_t rows = c->out - o0 < cols ? c->out - o0 : cols;
         const unsigned blocks = grid_for(ex, c->fmt == ORIN_WEIGHT_AWQ4 ? c->in * rows / 8
+                                             : int8_vec                 ? c->in * rows / 16
                                                                         : c->in * rows);
         cudaStream_t stream = orin_cu_stream(ex);
         if (c->fmt == ORIN_WEIGHT_AWQ4) {
@@ -630,9 +669,14 @@ static int quant_prefill(const orin_exec *ex, const orin_matmul_quant_args *a,
                                  (const uint32_t *)w->zeros.data, (const __half *)w->scales.data,
                                  (T *)slice, (int)c->in, (int)c->out, w->group_size, (int)o0,
                                  (int)rows));
+        } else if (int8_vec) {
+            ORIN_CU_DISPATCH(c->dt, c->label, T,
+                             int8_dequant_kernel<T, true><<<blocks, GEMV_THREADS, 0, stream>>>(
+                                 (const int8_t *)w->qweight.data, (const __half *)w->scales.data,
+                                 (T *)slice, (int)c->in, w->group_size, (int)o0, (int)rows));
         } else {
             ORIN_CU_DISPATCH(c->dt, c->label, T,
-                             int8_dequant_kernel<T><<<blocks, GEMV_THREADS, 0, stream>>>(
+                             int8_dequant_kernel<T, false><<<blocks, GEMV_THREADS, 0, stream>>>(
                                  (const int8_t *)w->qweight.data, (const __half *)w->scales.data,
                                  (T *)slice, (int)c->in, w->group_size, (int)o0, (int)rows));
         }
