@@ -91,7 +91,7 @@ int orin_image_processor_parse(const char *json, size_t len, const char *name,
 
 /* transformers' smart_resize: the size (multiples of factor) that an image of
  * height x width is resized to. -1 with an error when the aspect ratio is
- * 200 or more, as in Python. */
+ * more than 200, as in Python. */
 int orin_image_smart_resize(int64_t height, int64_t width, int64_t factor, int64_t min_pixels,
                             int64_t max_pixels, int64_t *out_height, int64_t *out_width);
 
@@ -109,7 +109,7 @@ typedef struct orin_image_patches {
 
 /* Preprocesses a decoded image. max_pixels > 0 lowers the processor's
  * max_pixels for this call (a caller's cap, as --max-pixels); 0 keeps it.
- * Errors: an aspect ratio of 200 or more, do_resize = false with a size that
+ * Errors: an aspect ratio of more than 200, do_resize = false with a size that
  * is not a multiple of patch_size * merge_size, do_convert_rgb = false with an
  * image that was not RGB, an output too large to allocate. */
 int orin_image_preprocess(const orin_image_processor *p, const orin_image *img, int64_t max_pixels,

@@ -66,7 +66,7 @@ static int alloc_rgb(decode_job *job, uint32_t width, uint32_t height)
 
 /* ---- PNG ---- */
 
-/* The tRNS chunk as PIL keeps it. */
+/* What the rows mean: IHDR, PLTE and tRNS. */
 typedef struct png_form {
     int color_type, bit_depth;
     uint8_t palette[256][4]; /* RGBA; entries past the PLTE are black, as in PIL */
@@ -144,31 +144,39 @@ static unsigned to8(unsigned s, int bit_depth)
     return bit_depth == 16 ? s >> 8 : s;
 }
 
-/* Grey: PIL expands 1, 2, 4-bit grey to 8 bits (x255, x85, x17) and clips
- * 16-bit grey. Its transparency key is the file's value, scaled for 1-bit
- * images only and compared with the expanded 8-bit value (16-bit: with the
- * stored value). A transparent pixel ends white. */
+/* PIL's colour key, whatever the bit depth: it compares the 8-bit pixel (after
+ * expansion or reduction) with the low byte of the value written in tRNS, or,
+ * for 1-bit grey, with 255 for any non-zero key. */
+static unsigned key8(const png_form *f, int i)
+{
+    if (f->color_type == PNG_COLOR_TYPE_GRAY && f->bit_depth == 1)
+        return f->key[0] ? 255 : 0;
+    return f->key[i] & 0xff;
+}
+
+/* Grey: 1, 2, 4-bit grey expanded to 8 bits (x255, x85, x17), 16-bit grey
+ * clipped. A transparent pixel ends white. */
 static void png_grey_row(const png_form *f, const uint8_t *row, uint32_t width, uint8_t *out)
 {
     unsigned max = (1u << (f->bit_depth == 16 ? 8 : f->bit_depth)) - 1;
-    unsigned key = f->bit_depth == 1 ? f->key[0] * 255u : f->key[0];
+    unsigned key = key8(f, 0);
     for (uint32_t x = 0; x < width; x++) {
         unsigned s = sample(row, x, f->bit_depth);
         unsigned v = f->bit_depth == 16 ? (s > 255 ? 255 : s) : s * 255 / max;
-        if (f->transparency && (f->bit_depth == 16 ? s : v) == key)
+        if (f->transparency && v == key)
             v = 255;
         out[3 * x] = out[3 * x + 1] = out[3 * x + 2] = (uint8_t)v;
     }
 }
 
-/* RGB: PIL compares its colour key, as written, with the 8-bit pixel. */
 static void png_rgb_row(const png_form *f, const uint8_t *row, uint32_t width, uint8_t *out)
 {
+    unsigned kr = key8(f, 0), kg = key8(f, 1), kb = key8(f, 2);
     for (uint32_t x = 0; x < width; x++) {
         unsigned r = to8(sample(row, 3 * x, f->bit_depth), f->bit_depth);
         unsigned g = to8(sample(row, 3 * x + 1, f->bit_depth), f->bit_depth);
         unsigned b = to8(sample(row, 3 * x + 2, f->bit_depth), f->bit_depth);
-        if (f->transparency && r == f->key[0] && g == f->key[1] && b == f->key[2])
+        if (f->transparency && r == kr && g == kg && b == kb)
             r = g = b = 255;
         out[3 * x] = (uint8_t)r;
         out[3 * x + 1] = (uint8_t)g;
