@@ -57,8 +57,10 @@ typedef struct orin_image {
  * width or height, more than ORIN_IMAGE_MAX_PIXELS pixels, or a JPEG colour
  * space PIL would not give as RGB (CMYK, YCCK). */
 int orin_image_decode(const char *path, orin_image *out);
-/* The same from memory; `name` labels errors. */
-int orin_image_decode_mem(const void *data, size_t len, const char *name, orin_image *out);
+/* The same from memory; `name` labels errors. max_pixels > 0 lowers the
+ * pixel cap (a service that wants smaller images, a fuzzer). */
+int orin_image_decode_mem(const void *data, size_t len, const char *name, int64_t max_pixels,
+                          orin_image *out);
 void orin_image_free(orin_image *img);
 
 /* A model folder's image processor settings, with transformers' meaning. */

@@ -30,11 +30,12 @@
 
 typedef struct decode_job {
     const char *name;
-    const uint8_t *data;
+    const uint8_t *data; /* the bytes not read yet */
     size_t len;
+    int64_t max_pixels;
     orin_image img;
     uint8_t *raw;        /* PNG: the rows as stored (one, or all for interlaced) */
-    char msg[JMSG_LENGTH_MAX > 200 ? JMSG_LENGTH_MAX : 200];
+    char msg[JMSG_LENGTH_MAX]; /* the library's message */
 } decode_job;
 
 /* What PIL's alpha_composite onto an opaque white background gives for one
@@ -48,9 +49,9 @@ static int check_size(const decode_job *job, uint32_t width, uint32_t height)
 {
     if (width == 0 || height == 0)
         return orin_error_set("%s: the image is empty (%ux%u)", job->name, width, height);
-    if ((uint64_t)width * height > (uint64_t)ORIN_IMAGE_MAX_PIXELS)
+    if ((uint64_t)width * height > (uint64_t)job->max_pixels)
         return orin_error_set("%s: %ux%u is more than %lld pixels", job->name, width, height,
-                              ORIN_IMAGE_MAX_PIXELS);
+                              (long long)job->max_pixels);
     return 0;
 }
 
@@ -345,6 +346,11 @@ static int jpeg_run(jpeg_job *j)
     /* libjpeg's defaults are PIL's: the accurate integer IDCT, fancy upsampling. */
     cinfo->out_color_space = grey ? JCS_GRAYSCALE : JCS_RGB;
     jpeg_start_decompress(cinfo);
+    if (cinfo->output_components != (grey ? 1 : 3)) {
+        orin_error_set("%s: JPEG of %d components decoded to %d", job->name,
+                       cinfo->num_components, cinfo->output_components);
+        return DECODE_REPORTED;
+    }
     if (alloc_rgb(job, cinfo->output_width, cinfo->output_height))
         return DECODE_REPORTED;
     while (cinfo->output_scanline < cinfo->output_height) {
@@ -395,10 +401,17 @@ static const char *other_format(const uint8_t *d, size_t n)
     return NULL;
 }
 
-int orin_image_decode_mem(const void *data, size_t len, const char *name, orin_image *out)
+int orin_image_decode_mem(const void *data, size_t len, const char *name, int64_t max_pixels,
+                          orin_image *out)
 {
     static const uint8_t png_sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-    decode_job job = {.name = name, .data = data, .len = len};
+    decode_job job = {
+        .name = name,
+        .data = data,
+        .len = len,
+        .max_pixels = max_pixels > 0 && max_pixels < ORIN_IMAGE_MAX_PIXELS ? max_pixels
+                                                                           : ORIN_IMAGE_MAX_PIXELS,
+    };
     memset(out, 0, sizeof *out);
     const char *other = other_format(data, len);
     int rc;
@@ -428,7 +441,7 @@ int orin_image_decode(const char *path, orin_image *out)
     char *data = orin_read_file(path, IMAGE_FILE_MAX, &len);
     if (!data)
         return -1;
-    int rc = orin_image_decode_mem(data, len, path, out);
+    int rc = orin_image_decode_mem(data, len, path, 0, out);
     free(data);
     return rc;
 }
