@@ -227,7 +227,7 @@ static void png_convert_row(const png_form *f, const uint8_t *row, uint32_t widt
     }
 }
 
-/* Runs under setjmp: a libpng error returns here with -1 and job->msg. */
+/* Runs under setjmp: a libpng error comes back here as DECODE_LIB_ERROR. */
 static int png_run(png_structp png, png_infop info, decode_job *job, png_form *f)
 {
     if (setjmp(png_jmpbuf(png)))
