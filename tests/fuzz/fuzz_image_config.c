@@ -21,7 +21,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int c = 0; c < 3; c++)
         FUZZ_ASSERT(isfinite(p.image_mean[c]) && (!p.do_normalize || p.image_std[c] != 0),
                     "mean/std");
-    FUZZ_ASSERT(!p.do_rescale || (isfinite(p.rescale_factor) && p.rescale_factor != 0),
-                "rescale_factor");
+    FUZZ_ASSERT(!p.do_rescale || (isfinite((float)p.rescale_factor) &&
+                                   (float)p.rescale_factor != 0 &&
+                                   isfinite((float)(1.0 / p.rescale_factor))),
+                "rescale_factor %g", p.rescale_factor);
     return 0;
 }

@@ -332,7 +332,9 @@ static void test_config_errors(void)
     expect_config_error("{\"image_std\": 0}", "image_std holds a zero");
     expect_config_error("{\"resample\": 2}", "resample = 2: only 3 (bicubic)");
     expect_config_error("{\"do_rescale\": \"yes\"}", "do_rescale = \"yes\": not true or false");
-    expect_config_error("{\"rescale_factor\": 0}", "rescale_factor");
+    expect_config_error("{\"rescale_factor\": 0}", "rescale_factor = 0: not a non-zero number");
+    expect_config_error("{\"rescale_factor\": 1e-300}", "rescale_factor = 1e-300");
+    expect_config_error("{\"image_mean\": [1, 2, 1e39]}", "not finite as float32");
     expect_config_error("{\"image_processor_type\": \"CLIPImageProcessor\"}",
                         "image_processor_type = \"CLIPImageProcessor\"");
     expect_config_error("{\"image_processor\": {\"patch_size\": -1}}", "patch_size = -1");

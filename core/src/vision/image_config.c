@@ -106,8 +106,9 @@ static int get_channels(const cJSON *obj, const char *key, const char *name, flo
         return bad_value(name, key, v, "not a number or a list of 1 or 3 numbers");
     for (int c = 0; c < 3; c++) {
         const cJSON *x = cJSON_IsArray(v) ? cJSON_GetArrayItem(v, n == 1 ? 0 : c) : v;
-        if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble))
-            return bad_value(name, key, v, "not a list of finite numbers");
+        /* transformers holds them as float32: a value past its range is inf. */
+        if (!cJSON_IsNumber(x) || !isfinite((float)x->valuedouble))
+            return bad_value(name, key, v, "not finite as float32");
         out[c] = (float)x->valuedouble;
     }
     return 0;
@@ -149,8 +150,11 @@ static int get_bounds(const cJSON *root, const char *name, orin_image_processor 
 
 static int check_values(const char *name, const orin_image_processor *p, int64_t resample)
 {
-    if (p->do_rescale && (!isfinite(p->rescale_factor) || p->rescale_factor == 0))
-        return orin_error_set("%s: rescale_factor must be a finite non-zero number", name);
+    /* Used as float32, and its inverse too when fused with the normalisation. */
+    float r = (float)p->rescale_factor, inverse = (float)(1.0 / p->rescale_factor);
+    if (p->do_rescale && (!isfinite(r) || r == 0 || !isfinite(inverse)))
+        return orin_error_set("%s: rescale_factor = %g: not a non-zero number within float32's "
+                              "range", name, p->rescale_factor);
     for (int c = 0; p->do_normalize && c < 3; c++)
         if (p->image_std[c] == 0)
             return orin_error_set("%s: image_std holds a zero (division by zero)", name);
