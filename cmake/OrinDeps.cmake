@@ -30,4 +30,15 @@ orin_find_dep(openblas HEADER cblas.h
               # `dpkg -x` prefix lacks: look in the flavour's own folder too.
               LIB_SUFFIXES openblas-pthread)
 
+# Images (core/src/vision). jpeglib.h includes jconfig.h, which Debian keeps
+# in the multiarch include folder: that folder joins the target's includes.
+orin_find_dep(jpeg     HEADER jpeglib.h               LIBS jpeg)
+find_path(jpeg_CONFIG_DIR jconfig.h
+          PATH_SUFFIXES x86_64-linux-gnu aarch64-linux-gnu ${CMAKE_LIBRARY_ARCHITECTURE})
+if(NOT jpeg_CONFIG_DIR)
+  message(FATAL_ERROR "orin: jpeg: jconfig.h not found. Install it: see scripts/install-deps.sh")
+endif()
+set_property(TARGET orin::jpeg APPEND PROPERTY INTERFACE_INCLUDE_DIRECTORIES ${jpeg_CONFIG_DIR})
+orin_find_dep(png      HEADER png.h                   LIBS png16 png)
+
 find_package(Threads REQUIRED)

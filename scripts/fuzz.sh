@@ -5,7 +5,8 @@
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
 #   TARGET: config safetensors st_index model_config generation_config
-#           tokenizer_json tokenizer_encode chat_template chat_render (default: all)
+#           tokenizer_json tokenizer_encode chat_template chat_render image_decode
+#           image_config (default: all)
 #   FUZZ_RUNS=N     stop a target after N executions instead (SECONDS still caps it)
 #   FUZZ_BUILD_DIR  build folder (default: build-fuzz)
 #   FUZZ_WORKERS=N  N processes per target on one shared corpus (default 1); with
@@ -21,7 +22,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 [ $# -gt 0 ] && shift
 all=(config safetensors st_index model_config generation_config tokenizer_json tokenizer_encode
-     chat_template chat_render)
+     chat_template chat_render image_decode image_config)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
 build=${FUZZ_BUILD_DIR:-build-fuzz}

@@ -3,7 +3,8 @@
 # Used by the README's commands and by .ci/run; safe to run again.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config xz-utils python3
-      libinih-dev libcjson-dev libpcre2-dev libutf8proc-dev libopenblas-dev)
+      libinih-dev libcjson-dev libpcre2-dev libutf8proc-dev libopenblas-dev
+      libjpeg62-turbo-dev libpng-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

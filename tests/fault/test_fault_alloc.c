@@ -10,7 +10,9 @@
  * qwen3-tiny-awq; model_int8: qwen3-tiny quantized to int8 at load), tokenizer
  * (orin_tokenizer_load of the same folder), chat (orin_chat_template_open and
  * one render), config (orin_config_load of an INI with --set overrides),
- * plugins (orin_plugin_load_dir of the build's plugins into a new registry). */
+ * plugins (orin_plugin_load_dir of the build's plugins into a new registry),
+ * vision (an image processor config, then PNG and JPEG files decoded and
+ * preprocessed, resized and not, under tests/data/vision). */
 #include "alloc_fail.h"
 #include "test_util.h"
 #include "model.h"
@@ -18,6 +20,7 @@
 #include "orin/chat_template.h"
 #include "orin/config.h"
 #include "orin/error.h"
+#include "orin/image.h"
 #include "orin/plugin.h"
 #include "orin/tokenizer.h"
 
@@ -122,6 +125,30 @@ static int load_plugins(void)
     return rc;
 }
 
+/* Interlaced PNG with a colour key, RGBA, a progressive and a baseline JPEG;
+ * resized down, resized up and unresized. */
+static int load_images(void)
+{
+    static const char *const files[] = {"rgb_trns_interlaced_84x84.png", "rgba_84x56.png",
+                                        "progressive_120x90.jpg", "baseline_160x96.jpg",
+                                        "palette_200x120.png"};
+    orin_image_processor proc;
+    if (orin_image_processor_load(ORIN_TEST_DATA "/vision/minmax", &proc))
+        return -1;
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[512];
+        orin_image_patches out;
+        snprintf(path, sizeof path, "%s/vision/images/%s", ORIN_TEST_DATA, files[i]);
+        int rc = orin_image_load(&proc, path, 0, &out);
+        if (rc == 0 && !out.pixel_values)
+            rc = orin_error_set("%s: orin_image_load returned 0 without pixel_values", path);
+        orin_image_patches_free(&out);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 typedef struct scenario {
     const char *name;
     int (*attempt)(void);
@@ -135,6 +162,7 @@ static const scenario scenarios[] = {
     {"chat", open_chat},
     {"config", load_config},
     {"plugins", load_plugins},
+    {"vision", load_images},
 };
 
 static size_t absorbed; /* runs that hit the failure and still succeeded */
@@ -186,7 +214,7 @@ int main(int argc, char **argv)
         if (strcmp(argv[1], scenarios[i].name) == 0)
             s = &scenarios[i];
     if (!s) {
-        fprintf(stderr, "usage: %s model|model_awq|model_int8|tokenizer|chat|config|plugins "
+        fprintf(stderr, "usage: %s model|model_awq|model_int8|tokenizer|chat|config|plugins|vision "
                         "[FIRST [LAST]]\n", argv[0]);
         return 2;
     }

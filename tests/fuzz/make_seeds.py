@@ -153,10 +153,30 @@ def chat_render_seeds():
         b"\x02\x00q1\0\x01<think>\nr1\n</think>\n\na1\0\x00q2\0\x05a2\x01r2\0\x00q3\0\x09\0")
 
 
+def image_decode_seeds():
+    # The small test images (every PNG colour type, both JPEG kinds) and a few bad ones.
+    vision = os.path.join(DATA, "vision")
+    for sub in ("images", "bad"):
+        for name in sorted(os.listdir(os.path.join(vision, sub))):
+            data = read(vision, sub, name)
+            if 0 < len(data) <= 6000:
+                put("image_decode", f"{sub}_{name}", data)
+
+
+def image_config_seeds():
+    vision = os.path.join(DATA, "vision")
+    for cfg in ("qwen3vl", "minmax", "normalize", "noresize"):
+        put("image_config", f"{cfg}.json", read(vision, cfg, "preprocessor_config.json"))
+    put("image_config", "nested.json", read(vision, "rescale", "processor_config.json"))
+    put("image_config", "edges.json", json.dumps({
+        "size": {"shortest_edge": 1, "longest_edge": 2}, "min_pixels": None, "image_mean": 0.5,
+        "image_std": [1], "resample": 3, "do_convert_rgb": False, "rescale_factor": 2.5e-3}))
+
+
 if __name__ == "__main__":
     for f in (config_seeds, safetensors_seeds, st_index_seeds, model_config_seeds,
               generation_config_seeds, tokenizer_json_seeds, tokenizer_encode_seeds,
-              chat_template_seeds, chat_render_seeds):
+              chat_template_seeds, chat_render_seeds, image_decode_seeds, image_config_seeds):
         f()
     for t in sorted(os.listdir(OUT)):
         files = os.listdir(os.path.join(OUT, t))
