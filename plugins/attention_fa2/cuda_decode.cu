@@ -859,18 +859,7 @@ int fa2d_stream_slab(const orin_exec *ex)
 // Whether the exec's GPU runs mma.sync for f16/bf16 (sm_80 and later).
 bool fa2d_has_mma(const orin_exec *ex)
 {
-    static int cached[16]; // 0 unknown, 1 no, 2 yes
-    const int index = ex->device->index;
-    if (index >= 0 && index < 16 && cached[index])
-        return cached[index] == 2;
-    int major = 0;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index) != cudaSuccess) {
-        (void)cudaGetLastError();
-        major = 0;
-    }
-    if (index >= 0 && index < 16)
-        cached[index] = major >= 8 ? 2 : 1;
-    return major >= 8;
+    return orin_cu_cc_major(ex) >= 8;
 }
 
 typedef void (*fa2d_kernel)(const fa2d_params);

@@ -249,21 +249,6 @@ static int fa2_read_env_config(void)
     return -2;
 }
 
-static int fa2_compute_major(int device)
-{
-    static int cached[16];
-    if (device >= 0 && device < 16 && cached[device] > 0)
-        return cached[device];
-    int major = 0;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
-        (void)cudaGetLastError();
-        major = 8;
-    }
-    if (device >= 0 && device < 16)
-        cached[device] = major;
-    return major;
-}
-
 // The tile configuration of a half-precision call: the environment's, or the
 // default, what bench/notes/fa2-prefill.md predicts fastest: warps of 32 rows
 // (MT 2: half the smem traffic per flop of 16-row warps) in 2 blocks an SM;
@@ -284,7 +269,7 @@ static int fa2_pick_config(const orin_exec *ex, int64_t n, int64_t heads, int he
     }
     if (env >= 0)
         return env;
-    const int major = fa2_compute_major(ex->device->index);
+    const int major = orin_cu_cc_major(ex) ? orin_cu_cc_major(ex) : 8; // unknown: Ampere's tiles
     int config = major >= 9 || head_dim == 64 ? FA2_Q128_K64_W4 : FA2_Q128_K32_W4;
     if ((n + 127) / 128 * heads < orin_cu_sm_count(ex))
         config = FA2_Q64_K64_W4;

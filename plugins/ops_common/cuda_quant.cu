@@ -102,19 +102,28 @@ __device__ __forceinline__ void int8x4_to_f32(uint32_t w, float (&f)[4])
         f[i] = __int_as_float(__byte_perm(u, MAGIC_BITS, 0x7540 | i)) - (MAGIC + 128.0f);
 }
 
+// The 16 signed bytes of raw as f32, exactly.
+__device__ __forceinline__ void int8x16_to_f32(uint4 raw, float (&q)[16])
+{
+    const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        float f[4];
+        int8x4_to_f32(words[j], f);
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+            q[4 * j + i] = f[i];
+    }
+}
+
 // sum_i q_i x_i over the 16 bytes of raw.
 __device__ __forceinline__ float int8_dot16(uint4 raw, const float (&x)[16])
 {
-    const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
-    float s = 0.0f;
+    float q[16], s = 0.0f;
+    int8x16_to_f32(raw, q);
 #pragma unroll
-    for (int j = 0; j < 4; j++) {
-        float q[4];
-        int8x4_to_f32(words[j], q);
-#pragma unroll
-        for (int i = 0; i < 4; i++)
-            s = fmaf(q[i], x[4 * j + i], s);
-    }
+    for (int i = 0; i < 16; i++)
+        s = fmaf(q[i], x[i], s);
     return s;
 }
 
@@ -523,6 +532,22 @@ static void awq_gemv(const orin_exec *ex, const awq_gemv_params &p, int wpt, int
 
 // ---- dequantizing a slice (prefill) ---------------------------------------------------
 
+// dst[0..N) = v rounded to T, in 16-byte stores (dst 16-byte aligned, N x
+// sizeof(T) a multiple of 16).
+template <typename T, int N>
+__device__ __forceinline__ void store_floats(T *dst, const float (&v)[N])
+{
+    constexpr int V = orin_cu_vec<T>::n;
+#pragma unroll
+    for (int h = 0; h < N / V; h++) {
+        float part[V];
+#pragma unroll
+        for (int i = 0; i < V; i++)
+            part[i] = v[h * V + i];
+        orin_cu_store16(dst + h * V, part);
+    }
+}
+
 // wt[k][c] = w[c0 + c][k] for c < cols (a multiple of 8): the AWQ slice in its
 // own k-major order. Launch: grid-stride over in x cols/8 words, 256 threads;
 // a thread reads one word, its zero word and 8 scales, and writes 8 outputs
@@ -549,16 +574,7 @@ __global__ void awq_dequant_kernel(const uint32_t *__restrict__ qweight,
             v[awq_column_of_nibble(i)] =
                 (float)((int)((q >> (4 * i)) & 15u) - (int)((z >> (4 * i)) & 15u)) *
                 __half2float(s[awq_column_of_nibble(i)]);
-        constexpr int V = orin_cu_vec<T>::n;
-        T *dst = wt + (size_t)k * cols + 8 * j;
-#pragma unroll
-        for (int h = 0; h < 8 / V; h++) {
-            float part[V];
-#pragma unroll
-            for (int i = 0; i < V; i++)
-                part[i] = v[h * V + i];
-            orin_cu_store16(dst + h * V, part);
-        }
+        store_floats<T>(wt + (size_t)k * cols + 8 * j, v);
     }
 }
 
@@ -583,26 +599,12 @@ __global__ void int8_dequant_kernel(const int8_t *__restrict__ q, const __half *
             w[t] = orin_cu_from_f32<T>((float)q[r * in + k] * sc);
             continue;
         }
-        const uint4 raw = *reinterpret_cast<const uint4 *>(q + r * in + k);
-        const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
         float v[16];
+        int8x16_to_f32(*reinterpret_cast<const uint4 *>(q + r * in + k), v);
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
-            float f[4];
-            int8x4_to_f32(words[j], f);
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-                v[4 * j + i] = f[i] * sc;
-        }
-        constexpr int V = orin_cu_vec<T>::n;
-#pragma unroll
-        for (int h = 0; h < 16 / V; h++) {
-            float part[V];
-#pragma unroll
-            for (int i = 0; i < V; i++)
-                part[i] = v[h * V + i];
-            orin_cu_store16(w + t * 16 + h * V, part);
-        }
+        for (int i = 0; i < 16; i++)
+            v[i] *= sc;
+        store_floats<T>(w + t * 16, v);
     }
 }
 

@@ -219,6 +219,24 @@ static inline int orin_cu_sm_count(const orin_exec *ex)
     return n;
 }
 
+/* The compute capability's major number of the exec's GPU (cached per ordinal;
+ * 0 if unknown): 8 for Ampere and Orin, 9 for Hopper. */
+static inline int orin_cu_cc_major(const orin_exec *ex)
+{
+    static int cached[16]; /* major + 1; 0: not asked yet */
+    const int index = ex->device->index;
+    if (index >= 0 && index < 16 && cached[index])
+        return cached[index] - 1;
+    int major = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index) != cudaSuccess) {
+        (void)cudaGetLastError();
+        major = 0;
+    }
+    if (index >= 0 && index < 16)
+        cached[index] = major + 1;
+    return major;
+}
+
 /* Slots per (device, stream), for kernels that keep device counters of their
  * own (a "last block" ticket per output strip, say): a kernel's counters are
  * slab[slot], so that two streams never share one. A table per module, zero-
@@ -285,23 +303,15 @@ __device__ __forceinline__ void orin_cu_allow_next(void)
 }
 
 /* Whether launches on the exec's GPU take the programmatic attribute: compute
- * capability 9 or later, and ORIN_PDL not "0" (cached per ordinal). */
+ * capability 9 or later, and ORIN_PDL not "0" (read once). */
 static inline bool orin_cu_pdl(const orin_exec *ex)
 {
-    static int cached[16]; /* 0 unknown, 1 no, 2 yes */
-    const int index = ex->device->index;
-    if (index >= 0 && index < 16 && cached[index])
-        return cached[index] == 2;
-    int major = 0;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index) != cudaSuccess) {
-        (void)cudaGetLastError();
-        major = 0;
+    static int env_off = -1;
+    if (env_off < 0) {
+        const char *env = getenv("ORIN_PDL");
+        env_off = env && strcmp(env, "0") == 0;
     }
-    const char *env = getenv("ORIN_PDL");
-    const bool on = major >= 9 && !(env && strcmp(env, "0") == 0);
-    if (index >= 0 && index < 16)
-        cached[index] = on ? 2 : 1;
-    return on;
+    return !env_off && orin_cu_cc_major(ex) >= 9;
 }
 
 /* kernel<<<grid, block, smem, the exec's stream>>>(args...), with the
