@@ -387,28 +387,6 @@ template <> struct fa2d_pair<__nv_bfloat16> {
     }
 };
 
-// c += A B for one m16n8k16 tile, f32 accumulators; A 16x16 row-major in
-// a0..a3, B 16x8 column-major in b0, b1 (the PTX fragment layouts).
-template <typename T>
-__device__ __forceinline__ void fa2d_mma(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2,
-                                         uint32_t a3, uint32_t b0, uint32_t b1)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    if constexpr (std::is_same<T, __half>::value)
-        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
-            "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-    else
-        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
-            "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-#else
-    __trap(); // the host picks this kernel only on sm_80 and later
-#endif
-}
-
 __device__ __forceinline__ uint32_t fa2d_word(const uint4 &v, int i)
 {
     return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
@@ -481,8 +459,8 @@ __device__ __forceinline__ void fa2d_mma_step(const orin_kv_view &cache, int kvh
     float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
     for (int j = 0; j < KJ; j++) {
-        fa2d_mma<T>(s, ka[j].x, kb[j].x, ka[j].y, kb[j].y, qf[j].x, qf[j].y);
-        fa2d_mma<T>(s, ka[j].z, kb[j].z, ka[j].w, kb[j].w, qf[j].z, qf[j].w);
+        orin_cu_mma16816<T>(s, ka[j].x, kb[j].x, ka[j].y, kb[j].y, qf[j].x, qf[j].y);
+        orin_cu_mma16816<T>(s, ka[j].z, kb[j].z, ka[j].w, kb[j].w, qf[j].z, qf[j].w);
     }
     s[0] = ok_k0 ? s[0] * scale : -INFINITY;
     s[1] = ok_k0 ? s[1] * scale : -INFINITY;
@@ -539,7 +517,7 @@ __device__ __forceinline__ void fa2d_mma_step(const orin_kv_view &cache, int kvh
         const int h = i / 4, w = i % 4;
         const uint32_t x0 = fa2d_word(va[h], w), x1 = fa2d_word(vb[h], w);
         const uint32_t x8 = fa2d_word(vc[h], w), x9 = fa2d_word(vd[h], w);
-        fa2d_mma<T>(st.o[i], __byte_perm(x0, x1, 0x5410u), __byte_perm(x0, x1, 0x7632u),
+        orin_cu_mma16816<T>(st.o[i], __byte_perm(x0, x1, 0x5410u), __byte_perm(x0, x1, 0x7632u),
                     __byte_perm(x8, x9, 0x5410u), __byte_perm(x8, x9, 0x7632u), b0, b1);
     }
 }

@@ -136,31 +136,6 @@ __device__ __forceinline__ void fa2_ldsm_x4_trans(uint32_t addr, uint32_t (&r)[4
                  : "r"(addr));
 }
 
-// d += a . b, m16n8k16, f32 accumulators; a: 4 registers of 2 halves, b: 2.
-template <typename T>
-__device__ __forceinline__ void fa2_mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                        uint32_t b1);
-
-template <>
-__device__ __forceinline__ void fa2_mma<__half>(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                                uint32_t b1)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-template <>
-__device__ __forceinline__ void fa2_mma<__nv_bfloat16>(float (&d)[4], const uint32_t (&a)[4],
-                                                       uint32_t b0, uint32_t b1)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
 // Two f32 rounded to T (nearest even) in one register, `lo` in the low half:
 // the element order of an mma operand register.
 template <typename T> __device__ __forceinline__ uint32_t fa2_pack(float lo, float hi);
@@ -510,8 +485,8 @@ __global__ void __launch_bounds__(WARPS * 32, FA2_MIN_BLOCKS(MB_HOPPER, MB_AMPER
                 fa2_ldsm_x4(k_base + (kl ^ (kk << 5)) + np * 16 * RB, b);
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) {
-                    fa2_mma<T>(s[mt][2 * np], qa[mt], b[0], b[1]);
-                    fa2_mma<T>(s[mt][2 * np + 1], qa[mt], b[2], b[3]);
+                    orin_cu_mma16816<T>(s[mt][2 * np], qa[mt][0], qa[mt][1], qa[mt][2], qa[mt][3], b[0], b[1]);
+                    orin_cu_mma16816<T>(s[mt][2 * np + 1], qa[mt][0], qa[mt][1], qa[mt][2], qa[mt][3], b[2], b[3]);
                 }
             }
         }
@@ -587,8 +562,8 @@ __global__ void __launch_bounds__(WARPS * 32, FA2_MIN_BLOCKS(MB_HOPPER, MB_AMPER
                 for (int mt = 0; mt < MT; mt++) {
                     const uint32_t pa[4] = {pk[mt][2 * kk][0], pk[mt][2 * kk][1],
                                             pk[mt][2 * kk + 1][0], pk[mt][2 * kk + 1][1]};
-                    fa2_mma<T>(o[mt][2 * dp], pa, b[0], b[1]);
-                    fa2_mma<T>(o[mt][2 * dp + 1], pa, b[2], b[3]);
+                    orin_cu_mma16816<T>(o[mt][2 * dp], pa[0], pa[1], pa[2], pa[3], b[0], b[1]);
+                    orin_cu_mma16816<T>(o[mt][2 * dp + 1], pa[0], pa[1], pa[2], pa[3], b[2], b[3]);
                 }
             }
         }

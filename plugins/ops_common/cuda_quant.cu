@@ -59,6 +59,10 @@
 #ifndef AWQ_MIN_K
 #define AWQ_MIN_K 64
 #endif
+// 0 keeps AWQ decode off the tensor cores (the CUDA-core kernel for every call).
+#ifndef AWQ_MMA
+#define AWQ_MMA 1
+#endif
 // Words a thread takes at most (2: 8-byte loads).
 #ifndef AWQ_MAX_WPT
 #define AWQ_MAX_WPT 2
@@ -271,6 +275,56 @@ __device__ __forceinline__ void store_out(const awq_gemv_params &p, int col, flo
     ((T *)p.y)[col] = orin_cu_from_f32<T>(sum);
 }
 
+// The end of a block of either AWQ kernel, after its warps' sums met in shared
+// memory: total(c) is the block's sum for column strip0 + c of its STRIP.
+// One split: y = total + bias. Several: each block writes its partial, and the
+// last of the strip's blocks to take a ticket (threadFenceReduction's pattern:
+// each block's writes are visible before its ticket is taken) sums the
+// partials in block order, AWQ_SUM_BATCH loads in flight (one after another,
+// an L2 round trip each, they would cost more than the product), stores y and
+// resets the counter for the next launch on this stream.
+template <typename T, int STRIP, typename Total>
+__device__ __forceinline__ void awq_finish(const awq_gemv_params &p, Total total)
+{
+    __shared__ bool last;
+    const int strip0 = blockIdx.x * STRIP;
+    for (int c = threadIdx.x; c < STRIP && strip0 + c < p.out; c += GEMV_THREADS) {
+        if (p.ksplit == 1)
+            store_out<T>(p, strip0 + c, total(c));
+        else
+            p.partials[(size_t)blockIdx.y * p.out + strip0 + c] = total(c);
+    }
+    if (p.ksplit == 1)
+        return;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0)
+        last = atomicAdd(&awq_counters[p.slab][blockIdx.x], 1u) == (unsigned)p.ksplit - 1;
+    __syncthreads();
+    if (!last)
+        return;
+    __threadfence();
+    for (int c = threadIdx.x; c < STRIP && strip0 + c < p.out; c += GEMV_THREADS) {
+        const float *col = p.partials + strip0 + c;
+        float sum = 0.0f;
+        int b = 0;
+        for (; b + AWQ_SUM_BATCH <= p.ksplit; b += AWQ_SUM_BATCH) {
+            float v[AWQ_SUM_BATCH];
+#pragma unroll
+            for (int j = 0; j < AWQ_SUM_BATCH; j++)
+                v[j] = __ldcg(col + (size_t)(b + j) * p.out);
+#pragma unroll
+            for (int j = 0; j < AWQ_SUM_BATCH; j++)
+                sum += v[j];
+        }
+        for (; b < p.ksplit; b++)
+            sum += __ldcg(col + (size_t)b * p.out);
+        store_out<T>(p, strip0 + c, sum);
+    }
+    if (threadIdx.x == 0)
+        awq_counters[p.slab][blockIdx.x] = 0;
+}
+
 // The 8 nibbles of an AWQ word as f32, each in the mantissa of 2^23 at its
 // own place: nibble i of the word at bits b_i of the float (nibble_unit(i) =
 // 2^b_i), so that the float is 2^23 + q 2^b_i exactly. Nibbles 0-4 stay where they
@@ -363,7 +417,6 @@ __global__ void __launch_bounds__(GEMV_THREADS, AWQ_MIN_BLOCKS) awq_gemv_kernel(
     constexpr int WARPS = GEMV_THREADS / 32;
     __shared__ float red[WARPS][32 * (COLS + 1)];
     __shared__ float xs[AWQ_MAX_K];
-    __shared__ bool last;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int words = p.out / 8;
     const int word0 = (blockIdx.x * 32 + lane) * WPT;
@@ -431,55 +484,165 @@ __global__ void __launch_bounds__(GEMV_THREADS, AWQ_MIN_BLOCKS) awq_gemv_kernel(
         for (int i = 0; i < 8; i++)
             red[warp][lane * (COLS + 1) + 8 * w + awq_column_of_nibble(i)] = acc[8 * w + i];
     __syncthreads();
-    const int strip0 = blockIdx.x * STRIP;
-    for (int c = threadIdx.x; c < STRIP; c += GEMV_THREADS) {
-        const int col = strip0 + c;
-        if (col >= p.out)
-            break;
+    awq_finish<T, STRIP>(p, [&](int c) {
         float total = 0.0f;
 #pragma unroll
         for (int wp = 0; wp < WARPS; wp++)
             total += red[wp][c / COLS * (COLS + 1) + c % COLS];
-        if (p.ksplit == 1)
-            store_out<T>(p, col, total);
-        else
-            p.partials[(size_t)blockIdx.y * p.out + col] = total;
-    }
-    if (p.ksplit == 1)
-        return;
+        return total;
+    });
+}
 
-    // The last block of the strip sums the partials (threadFenceReduction's
-    // pattern: each block's writes are visible before its ticket is taken).
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0)
-        last = atomicAdd(&awq_counters[p.slab][blockIdx.x], 1u) == (unsigned)p.ksplit - 1;
-    __syncthreads();
-    if (!last)
-        return;
-    __threadfence();
-    // AWQ_SUM_BATCH partials' loads in flight at a time (one after another, an
-    // L2 round trip each, they cost more than the whole product); added in
-    // block order all the same.
-    for (int c = threadIdx.x; c < STRIP && strip0 + c < p.out; c += GEMV_THREADS) {
-        const float *col = p.partials + strip0 + c;
-        float sum = 0.0f;
-        int b = 0;
-        for (; b + AWQ_SUM_BATCH <= p.ksplit; b += AWQ_SUM_BATCH) {
-            float v[AWQ_SUM_BATCH];
+// ---- AWQ GEMV on tensor cores (f16, bf16; sm_80+) ---------------------------------
+//
+// The CUDA-core kernel above spends ~3 instructions a weight and is issue-bound
+// near 1.3 TB/s on an H100 (bench/notes/quant.md). Here the multiply-adds go to
+// mma.sync m16n8k16 with f32 accumulators: x is row 0 of the A tile (rows 1-15
+// zero), the dequantized weights (q - z, exact in f16/bf16) are B, and row 0 of
+// D is the tile's 8 outputs' dot products over 16 k. B's fragment gives lane
+// (g, t) column g at k = 2t, 2t+1, 2t+8, 2t+9: a lane loads those 4 rows' words
+// of word column g of the warp's 8, and each of a word's 8 nibbles is column g
+// of one of 8 tiles (tile i: nibble i of the 8 words). A nibble pair of two
+// rows becomes a 2-element register by one byte permute (the two words' byte
+// i/2 side by side), a shift for the odd nibbles, and one LOP3 into the
+// mantissa of 1024 (f16) or 128 (bf16); subtracting base + z in the same type
+// leaves q - z exactly: ~1.5 instructions a weight. Scales multiply the f32
+// sums once a group (group a multiple of 16).
+//
+// Launch: grid (out / 64, ksplit), 256 threads (8 warps); block (s, b): the 64
+// outputs of words 8s..8s+7 and rows [b K, (b + 1) K), K a multiple of 512;
+// warp w takes K / 8 rows in batches of AWQ_MMA_CHUNKS 16-row chunks (4 x
+// AWQ_MMA_CHUNKS word loads a lane in flight). The 8 warps' sums meet in
+// shared memory (8 x 64 floats); then awq_finish. Bound by the packed weight
+// bytes (a warp's load is 4 rows x 32 contiguous bytes: whole sectors).
+#define AWQ_MMA_STRIP 64
+#define AWQ_MMA_CHUNKS 4
+#define AWQ_MMA_K_QUANTUM (8 * 16 * AWQ_MMA_CHUNKS)
+
+template <typename T> struct awq_mma_type;
+template <> struct awq_mma_type<__half> {
+    static constexpr uint32_t MAGIC2 = 0x64006400u; // f16 1024 in both halves
+    static constexpr float BASE = 1024.0f;
+};
+template <> struct awq_mma_type<__nv_bfloat16> {
+    static constexpr uint32_t MAGIC2 = 0x43004300u; // bf16 128 in both halves
+    static constexpr float BASE = 128.0f;
+};
+
+// Nibble i of words a (low half) and b (high half) in the mantissa of BASE:
+// the register (BASE + q_a, BASE + q_b) of type T.
+template <typename T>
+__device__ __forceinline__ uint32_t awq_nibble_pair(uint32_t a, uint32_t b, int i)
+{
+    uint32_t v = __byte_perm(a, b, (uint32_t)(i >> 1) | ((uint32_t)(4 + (i >> 1)) << 8));
+    if (i & 1)
+        v >>= 4;
+    return and_or<0x000F000Fu>(v, awq_mma_type<T>::MAGIC2);
+}
+
+// x - y elementwise on two 2-element registers of T (exact for our integers).
+template <typename T> __device__ __forceinline__ uint32_t sub2(uint32_t x, uint32_t y);
+template <> __device__ __forceinline__ uint32_t sub2<__half>(uint32_t x, uint32_t y)
+{
+    __half2 r = __hsub2(*reinterpret_cast<__half2 *>(&x), *reinterpret_cast<__half2 *>(&y));
+    return *reinterpret_cast<uint32_t *>(&r);
+}
+template <> __device__ __forceinline__ uint32_t sub2<__nv_bfloat16>(uint32_t x, uint32_t y)
+{
+    __nv_bfloat162 r = __hsub2(*reinterpret_cast<__nv_bfloat162 *>(&x),
+                               *reinterpret_cast<__nv_bfloat162 *>(&y));
+    return *reinterpret_cast<uint32_t *>(&r);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(GEMV_THREADS) awq_gemv_mma_kernel(awq_gemv_params p)
+{
+    constexpr int WARPS = GEMV_THREADS / 32;
+    __shared__ float red[WARPS][AWQ_MMA_STRIP];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int g = lane >> 2, t = lane & 3;
+    const int words = p.out / 8;
+    const int word = blockIdx.x * 8 + g; // this lane's word column
+    const uint32_t *x2 = (const uint32_t *)p.x; // x as pairs of T
+
+    const int per_warp = p.k_per_block / WARPS;
+    const int block_end = min((blockIdx.y + 1) * p.k_per_block, p.in);
+    int k = blockIdx.y * p.k_per_block + warp * per_warp;
+    const int k_end = min(k + per_warp, block_end);
+
+    orin_cu_allow_next(); // PDL (orin/cuda_util.cuh): the previous kernel wrote x
+    orin_cu_wait_prior();
+
+    float acc[8][2] = {}; // lanes 0-3: outputs 8 (word0 + 2t + e) + column of nibble i
+    float d[8][4] = {};   // the tiles' accumulators over the current group
+    uint32_t zero[8];     // (BASE + z, BASE + z) of nibble i of this lane's word
+    int group = -1;
+    for (; k < k_end; k += 16 * AWQ_MMA_CHUNKS) {
+        // the batch's words: rows k0 + 2t, +1, +8, +9 of each chunk (a chunk
+        // past the warp's rows reads the first one again and is skipped)
+        uint32_t w[AWQ_MMA_CHUNKS][4];
 #pragma unroll
-            for (int j = 0; j < AWQ_SUM_BATCH; j++)
-                v[j] = __ldcg(col + (size_t)(b + j) * p.out);
+        for (int c = 0; c < AWQ_MMA_CHUNKS; c++) {
+            const int k0 = k + 16 * c < k_end ? k + 16 * c : k;
+            const int rows[4] = {k0 + 2 * t, k0 + 2 * t + 1, k0 + 2 * t + 8, k0 + 2 * t + 9};
 #pragma unroll
-            for (int j = 0; j < AWQ_SUM_BATCH; j++)
-                sum += v[j];
+            for (int r = 0; r < 4; r++)
+                w[c][r] = load_weights4(p.qweight + (size_t)rows[r] * words + word);
         }
-        for (; b < p.ksplit; b++)
-            sum += __ldcg(col + (size_t)b * p.out);
-        store_out<T>(p, strip0 + c, sum);
+#pragma unroll
+        for (int c = 0; c < AWQ_MMA_CHUNKS; c++) {
+            const int k0 = k + 16 * c;
+            if (k0 >= k_end)
+                break;
+            if (k0 / p.group != group) { // a new group: its zeros
+                group = k0 / p.group;
+                const uint32_t zw = __ldg(p.zeros + (size_t)group * words + word);
+#pragma unroll
+                for (int i = 0; i < 8; i++)
+                    zero[i] = awq_nibble_pair<T>(zw, zw, i);
+            }
+            // A: x[k0 .. k0 + 16) in row 0 (lanes 0-3), zero elsewhere
+            const uint32_t a0 = g == 0 ? __ldg(x2 + (k0 >> 1) + t) : 0u;
+            const uint32_t a2 = g == 0 ? __ldg(x2 + (k0 >> 1) + t + 4) : 0u;
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                orin_cu_mma16816<T>(d[i], a0, 0u, a2, 0u,
+                                    sub2<T>(awq_nibble_pair<T>(w[c][0], w[c][1], i), zero[i]),
+                                    sub2<T>(awq_nibble_pair<T>(w[c][2], w[c][3], i), zero[i]));
+            const bool group_ends = (k0 + 16) % p.group == 0 || k0 + 16 >= k_end;
+            if (group_ends && g == 0) { // row 0 of D: outputs of words 2t, 2t + 1
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const uint4 s16 = *reinterpret_cast<const uint4 *>(
+                        p.scales + (size_t)group * p.out + (size_t)(blockIdx.x * 8 + 2 * t + e) * 8);
+                    const __half *sc = reinterpret_cast<const __half *>(&s16);
+#pragma unroll
+                    for (int i = 0; i < 8; i++)
+                        acc[i][e] = fmaf(__half2float(sc[awq_column_of_nibble(i)]), d[i][e],
+                                         acc[i][e]);
+                }
+            }
+            if (group_ends)
+#pragma unroll
+                for (int i = 0; i < 8; i++)
+                    d[i][0] = d[i][1] = d[i][2] = d[i][3] = 0.0f;
+        }
     }
-    if (threadIdx.x == 0)
-        awq_counters[p.slab][blockIdx.x] = 0; // for the next launch on this stream
+
+    if (g == 0)
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+#pragma unroll
+            for (int e = 0; e < 2; e++)
+                red[warp][(2 * t + e) * 8 + awq_column_of_nibble(i)] = acc[i][e];
+    __syncthreads();
+    awq_finish<T, AWQ_MMA_STRIP>(p, [&](int c) {
+        float total = 0.0f;
+#pragma unroll
+        for (int wp = 0; wp < WARPS; wp++)
+            total += red[wp][c];
+        return total;
+    });
 }
 
 // Words a thread takes: 2 (8-byte loads) where every row of words is 8-byte
@@ -496,38 +659,73 @@ static int64_t awq_strips(int64_t out, int wpt)
     return (out / 8 + 32 * wpt - 1) / (32 * wpt);
 }
 
-// The split-K: k rows a block (a multiple of AWQ_K_QUANTUM) so that the grid
-// holds about AWQ_BLOCKS_PER_SM blocks per SM; one split where the strips
-// alone fill the GPU or there are more strips than counters.
-static void awq_split(int sms, int64_t strips, int64_t in, int *k_per_block, int *ksplit)
+// How an AWQ decode runs: the kernel (tensor cores or CUDA cores, and then its
+// words a thread), its strips of outputs, and the split-K: k rows a block (a
+// multiple of the kernel's quantum) so that the grid holds about
+// AWQ_BLOCKS_PER_SM blocks per SM; one split where the strips alone fill the
+// GPU or there are more strips than counters.
+struct awq_plan {
+    bool mma;
+    int wpt;
+    int64_t strips;
+    int k_per_block, ksplit;
+};
+
+// Whether the tensor-core kernel takes the call: f16/bf16 on sm_80+, whole
+// 16-row chunks within groups, whole 64-output strips, x in 4-byte pairs.
+static bool awq_mma_fits(const orin_exec *ex, const orin_matmul_quant_args *a, orin_dtype dt,
+                         int64_t in, int64_t out)
 {
-    sms = sms < AWQ_MAX_SMS ? sms : AWQ_MAX_SMS;
-    int64_t want = ((int64_t)AWQ_BLOCKS_PER_SM * sms + strips - 1) / strips;
-    if (strips > AWQ_COUNTERS || want < 1)
-        want = 1;
-    int64_t k = (in + want - 1) / want;
-    k = (k + AWQ_K_QUANTUM - 1) / AWQ_K_QUANTUM * AWQ_K_QUANTUM;
-    k = k > AWQ_MIN_K ? k : AWQ_MIN_K;
-    k = k < AWQ_MAX_K ? k : AWQ_MAX_K;
-    *k_per_block = (int)k;
-    *ksplit = (int)((in + k - 1) / k);
+    return AWQ_MMA && (dt == ORIN_F16 || dt == ORIN_BF16) && orin_cu_cc_major(ex) >= 8 &&
+           a->w.group_size % 16 == 0 && in % 16 == 0 && out % AWQ_MMA_STRIP == 0 &&
+           ((uintptr_t)a->x.data & 3u) == 0;
 }
 
-// The split-K's partials: ksplit x out floats, at their most where the strips
-// are widest (the fewest strips, the most splits) on the largest GPU counted.
+static awq_plan awq_plan_for(int sms, bool mma, int wpt, int64_t in, int64_t out)
+{
+    awq_plan pl = {.mma = mma, .wpt = wpt, .strips = 0, .k_per_block = 0, .ksplit = 1};
+    pl.strips = mma ? out / AWQ_MMA_STRIP : awq_strips(out, wpt);
+    pl.strips = pl.strips > 0 ? pl.strips : 1; /* out < 8: one empty strip */
+    const int64_t quantum = mma ? AWQ_MMA_K_QUANTUM : AWQ_K_QUANTUM;
+    const int64_t min_k = mma ? AWQ_MMA_K_QUANTUM : AWQ_MIN_K;
+    const int64_t max_k = mma ? (in + quantum - 1) / quantum * quantum : AWQ_MAX_K;
+    sms = sms < AWQ_MAX_SMS ? sms : AWQ_MAX_SMS;
+    int64_t want = ((int64_t)AWQ_BLOCKS_PER_SM * sms + pl.strips - 1) / pl.strips;
+    if (pl.strips > AWQ_COUNTERS || want < 1)
+        want = 1;
+    int64_t k = (in + want - 1) / want;
+    k = (k + quantum - 1) / quantum * quantum;
+    k = k > min_k ? k : min_k;
+    k = k < max_k ? k : max_k;
+    pl.k_per_block = (int)k;
+    pl.ksplit = (int)((in + k - 1) / k);
+    return pl;
+}
+
+// The split-K's partials: ksplit x out floats, at their most (either kernel,
+// the widest strips, the largest GPU counted).
 static size_t awq_partials_bytes(int64_t in, int64_t out)
 {
-    const int64_t strips = awq_strips(out, 2) > 0 ? awq_strips(out, 2) : 1; /* out < 8: none */
-    int k_per_block, ksplit;
-    awq_split(AWQ_MAX_SMS, strips, in, &k_per_block, &ksplit);
-    return (size_t)ksplit * (size_t)out * sizeof(float);
+    size_t most = 0;
+    for (int kind = 0; kind < 3; kind++) {
+        const awq_plan pl = awq_plan_for(AWQ_MAX_SMS, kind == 2, kind == 1 ? 1 : 2, in, out);
+        const size_t b = (size_t)pl.ksplit * (size_t)out * sizeof(float);
+        most = b > most ? b : most;
+    }
+    return most;
 }
 
 template <typename T>
-static void awq_gemv(const orin_exec *ex, const awq_gemv_params &p, int wpt, int64_t strips)
+static void awq_gemv(const orin_exec *ex, const awq_gemv_params &p, const awq_plan &pl)
 {
-    orin_cu_launch(ex, true, wpt == 2 ? awq_gemv_kernel<T, 2> : awq_gemv_kernel<T, 1>,
-                   dim3((unsigned)strips, (unsigned)p.ksplit), dim3(GEMV_THREADS), 0, p);
+    const dim3 grid((unsigned)pl.strips, (unsigned)p.ksplit), block(GEMV_THREADS);
+    if (pl.mma) {
+        if constexpr (sizeof(T) == 2)
+            orin_cu_launch(ex, true, awq_gemv_mma_kernel<T>, grid, block, 0, p);
+        return;
+    }
+    orin_cu_launch(ex, true, pl.wpt == 2 ? awq_gemv_kernel<T, 2> : awq_gemv_kernel<T, 1>, grid,
+                   block, 0, p);
 }
 
 // ---- dequantizing a slice (prefill) ---------------------------------------------------
@@ -702,8 +900,8 @@ static int quant_prefill(const orin_exec *ex, const orin_matmul_quant_args *a,
 
 static int awq_decode(const orin_exec *ex, const orin_matmul_quant_args *a, const quant_call *c)
 {
-    const int wpt = awq_words_per_thread(&a->w, c->out);
-    const int64_t strips = awq_strips(c->out, wpt);
+    const awq_plan pl = awq_plan_for(orin_cu_sm_count(ex), awq_mma_fits(ex, a, c->dt, c->in, c->out),
+                                     awq_words_per_thread(&a->w, c->out), c->in, c->out);
     awq_gemv_params p = {
         .qweight = (const uint32_t *)a->w.qweight.data,
         .zeros = (const uint32_t *)a->w.zeros.data,
@@ -711,13 +909,12 @@ static int awq_decode(const orin_exec *ex, const orin_matmul_quant_args *a, cons
         .x = a->x.data, .bias = a->bias.data, .y = a->y.data,
         .partials = NULL, .slab = -1,
         .in = (int)c->in, .out = (int)c->out, .group = a->w.group_size,
-        .k_per_block = 0, .ksplit = 1,
+        .k_per_block = pl.k_per_block, .ksplit = pl.ksplit,
     };
-    awq_split(orin_cu_sm_count(ex), strips, c->in, &p.k_per_block, &p.ksplit);
-    if (p.ksplit > 1 && strips > AWQ_COUNTERS)
+    if (p.ksplit > 1 && pl.strips > AWQ_COUNTERS)
         return orin_error_set("%s: w [%lld, %lld]: more than %d outputs with more than %d "
                               "inputs (the decode kernel's limits)", c->label, (long long)c->out,
-                              (long long)c->in, AWQ_COUNTERS * 32 * wpt * 8, AWQ_MAX_K);
+                              (long long)c->in, AWQ_COUNTERS * 32 * pl.wpt * 8, AWQ_MAX_K);
     if (p.ksplit > 1) {
         const size_t need = (size_t)p.ksplit * (size_t)c->out * sizeof(float);
         if (!ex->workspace || ex->workspace_size < need || !orin_cu_aligned16(ex->workspace))
@@ -729,10 +926,10 @@ static int awq_decode(const orin_exec *ex, const orin_matmul_quant_args *a, cons
             return orin_error_set("%s: split-K counters for more than %d streams", c->label,
                                   AWQ_COUNTER_SLABS);
     }
-    ORIN_CU_DISPATCH(c->dt, c->label, T, awq_gemv<T>(ex, p, wpt, strips));
-    return orin_cu_launched(c->label, c->dt, "awq gemv: x [1, %lld], w [%lld, %lld], group %d",
-                            (long long)c->in, (long long)c->out, (long long)c->in,
-                            a->w.group_size);
+    ORIN_CU_DISPATCH(c->dt, c->label, T, awq_gemv<T>(ex, p, pl));
+    return orin_cu_launched(c->label, c->dt, "awq gemv (%s): x [1, %lld], w [%lld, %lld], group %d",
+                            pl.mma ? "tensor cores" : "cuda cores", (long long)c->in,
+                            (long long)c->out, (long long)c->in, a->w.group_size);
 }
 
 static int int8_decode(const orin_exec *ex, const orin_matmul_quant_args *a, const quant_call *c)

@@ -228,9 +228,12 @@ static const shape int8_shapes[] = {
     {1, 1, 1, 1},     {1, 67, 33, 67},   {1, 256, 65, 128}, {1, 300, 129, 100},
     {5, 96, 70, 32},  {300, 64, 65, 64}, {257, 16, 8, 4},
 };
-/* The GPU's sizes: real layer widths. */
+/* The GPU's sizes: real layer widths; for the tensor-core AWQ decode (f16/bf16,
+ * whole 64-output strips) also split-K with a last block of one 16-row chunk
+ * and groups of 16 and 32. */
 static const shape gpu_shapes[] = {
     {1, 4096, 4096, 128}, {1, 4096, 12288, 128}, {33, 1024, 2048, 128}, {300, 2048, 520, 64},
+    {1, 1040, 128, 16},   {1, 2048, 192, 32},
 };
 
 static void test_format(orin_weight_format fmt, orin_dtype dt)
@@ -242,7 +245,8 @@ static void test_format(orin_weight_format fmt, orin_dtype dt)
         for (int bias = 0; bias < 2; bias++)
             quant_case_run(fmt, dt, shapes[i].n, shapes[i].in, shapes[i].out, shapes[i].group,
                            bias);
-    for (size_t i = 0; ops_on_gpu() && !ops_test_quick() && i < 4; i++)
+    for (size_t i = 0; ops_on_gpu() && !ops_test_quick() && i < sizeof gpu_shapes / sizeof gpu_shapes[0];
+         i++)
         quant_case_run(fmt, dt, gpu_shapes[i].n, gpu_shapes[i].in, gpu_shapes[i].out,
                        gpu_shapes[i].group, i % 2);
 }

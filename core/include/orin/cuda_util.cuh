@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <type_traits>
 
 #include "orin/error.h"
 #include "orin/registry.h"
@@ -139,6 +140,35 @@ __device__ __forceinline__ void orin_cu_cp_async_commit()
 template <int N> __device__ __forceinline__ void orin_cu_cp_async_wait()
 {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+/* ---- tensor cores (sm_80+) ---- */
+
+/* c += A B for one m16n8k16 tile, f32 accumulators, T __half or __nv_bfloat16.
+ * PTX's fragment layouts: lane (g = lane / 4, t = lane % 4) holds
+ *   a0 = A[g][2t, 2t+1], a1 = A[g+8][2t, 2t+1], a2 = A[g][2t+8, 2t+9],
+ *   a3 = A[g+8][2t+8, 2t+9] (A 16x16 row-major), b0 = B[2t, 2t+1][g],
+ *   b1 = B[2t+8, 2t+9][g] (B 16x8), c = C[g][2t, 2t+1], C[g+8][2t, 2t+1];
+ * a register holds two elements, the first in its low half. */
+template <typename T>
+__device__ __forceinline__ void orin_cu_mma16816(float (&c)[4], uint32_t a0, uint32_t a1,
+                                                 uint32_t a2, uint32_t a3, uint32_t b0,
+                                                 uint32_t b1)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    if constexpr (sizeof(T) == 2 && std::is_same<T, __half>::value)
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+            "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+    else
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+            "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#else
+    __trap(); /* the host picks a tensor-core kernel only on sm_80 and later */
+#endif
 }
 
 /* ---- reductions ---- */
