@@ -59,10 +59,6 @@
 #ifndef AWQ_MIN_K
 #define AWQ_MIN_K 64
 #endif
-// 0 keeps AWQ decode off the tensor cores (the CUDA-core kernel for every call).
-#ifndef AWQ_MMA
-#define AWQ_MMA 1
-#endif
 // Words a thread takes at most (2: 8-byte loads).
 #ifndef AWQ_MAX_WPT
 #define AWQ_MAX_WPT 2
@@ -493,10 +489,12 @@ __global__ void __launch_bounds__(GEMV_THREADS, AWQ_MIN_BLOCKS) awq_gemv_kernel(
     });
 }
 
-// ---- AWQ GEMV on tensor cores (f16, bf16; sm_80+) ---------------------------------
+// ---- AWQ GEMV on tensor cores (f16, bf16; sm_80+; ORIN_AWQ_DECODE=mma) -----------
 //
 // The CUDA-core kernel above spends ~3 instructions a weight and is issue-bound
-// near 1.3 TB/s on an H100 (bench/notes/quant.md). Here the multiply-adds go to
+// near 1.3 TB/s on an H100 (bench/notes/quant.md). This variant, kept beside it
+// (llm.c's way: versions side by side, each tested), was predicted at ~2.4 TB/s
+// and measured at 0.8: see the notes for why it missed. Here the multiply-adds go to
 // mma.sync m16n8k16 with f32 accumulators: x is row 0 of the A tile (rows 1-15
 // zero), the dequantized weights (q - z, exact in f16/bf16) are B, and row 0 of
 // D is the tile's 8 outputs' dot products over 16 k. B's fragment gives lane
@@ -671,12 +669,20 @@ struct awq_plan {
     int k_per_block, ksplit;
 };
 
-// Whether the tensor-core kernel takes the call: f16/bf16 on sm_80+, whole
-// 16-row chunks within groups, whole 64-output strips, x in 4-byte pairs.
+// Whether the tensor-core kernel takes the call: asked for (ORIN_AWQ_DECODE=mma:
+// measured slower than the CUDA-core kernel so far, 6.47 against 5.12 ms a
+// Qwen3-8B step on an H100, bench/notes/quant.md, so it is not the default),
+// f16/bf16 on sm_80+, whole 16-row chunks within groups, whole 64-output
+// strips, x in 4-byte pairs.
 static bool awq_mma_fits(const orin_exec *ex, const orin_matmul_quant_args *a, orin_dtype dt,
                          int64_t in, int64_t out)
 {
-    return AWQ_MMA && (dt == ORIN_F16 || dt == ORIN_BF16) && orin_cu_cc_major(ex) >= 8 &&
+    static int asked = -1;
+    if (asked < 0) {
+        const char *env = getenv("ORIN_AWQ_DECODE");
+        asked = env && strcmp(env, "mma") == 0;
+    }
+    return asked && (dt == ORIN_F16 || dt == ORIN_BF16) && orin_cu_cc_major(ex) >= 8 &&
            a->w.group_size % 16 == 0 && in % 16 == 0 && out % AWQ_MMA_STRIP == 0 &&
            ((uintptr_t)a->x.data & 3u) == 0;
 }
