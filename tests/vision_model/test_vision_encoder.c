@@ -242,6 +242,63 @@ static void test_errors(orin_vision_encoder *enc, const image *im)
     expect_error(enc, im, im->rows, im->cols, g, "must be positive");
 }
 
+/* A folder beside model_dir: its weights (symlinked) under a config.json
+ * whose vision_config has `key` set to `value` (a JSON number), or removed
+ * when value is NULL; loading it must fail with one line containing needle. */
+static void expect_load_error(orin_registry *reg, const char *key, const char *value,
+                              const char *needle)
+{
+    char *dir = test_tmpdir("vision_cfg"), *src = realpath(model_dir, NULL), cmd[4096],
+         path[1024];
+    snprintf(cmd, sizeof cmd, "ln -s %s/*.safetensors %s/model.safetensors.index.json %s/", src,
+             src, dir);
+    free(src);
+    CHECK(system(cmd) == 0, "%s failed", cmd);
+    snprintf(path, sizeof path, "%s/config.json", model_dir);
+    cJSON *cfg = read_json(path);
+    cJSON *vc = cJSON_GetObjectItem(cfg, "vision_config");
+    if (value)
+        cJSON_ReplaceItemInObject(vc, key, cJSON_Parse(value));
+    else
+        cJSON_DeleteItemFromObject(vc, key);
+    char *text = cJSON_Print(cfg);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    CHECK(test_write_file(path, text, strlen(text)) == 0, "cannot write %s", path);
+    orin_vision_options opt = {.path = dir, .dtype = ORIN_F32, .device = orin_device_cpu(),
+                               .registry = reg};
+    orin_vision_encoder *enc = NULL;
+    orin_error_clear();
+    int rc = orin_vision_load(&opt, &enc);
+    CHECK(rc == -1 && !enc && strstr(orin_error(), needle) && !strchr(orin_error(), '\n'),
+          "vision_config.%s = %s: want an error containing \"%s\", got rc %d \"%s\"", key,
+          value ? value : "(removed)", needle, rc, orin_error());
+    orin_vision_free(enc);
+    free(text);
+    cJSON_Delete(cfg);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0, "%s failed", cmd);
+    free(dir);
+}
+
+/* A block the files lack, a weight of another shape, a missing key, an
+ * unknown activation, a DeepStack index past the blocks. */
+static void test_load_errors(orin_registry *reg, const orin_vision_config *c)
+{
+    char depth[16], inter[16], deep[32];
+    snprintf(depth, sizeof depth, "%d", c->depth + 1);
+    snprintf(inter, sizeof inter, "%d", c->intermediate + 1);
+    snprintf(deep, sizeof deep, "[%d]", c->depth);
+    char missing[96], shape[96];
+    snprintf(missing, sizeof missing, "missing tensor 'model.visual.blocks.%d.norm1.weight'",
+             c->depth);
+    snprintf(shape, sizeof shape, "tensor 'model.visual.blocks.0.mlp.linear_fc1.weight' has shape");
+    expect_load_error(reg, "depth", depth, missing);
+    expect_load_error(reg, "intermediate_size", inter, shape);
+    expect_load_error(reg, "num_heads", NULL, "missing field 'vision_config.num_heads'");
+    expect_load_error(reg, "hidden_act", "\"relu\"", "vision_config.hidden_act = relu");
+    expect_load_error(reg, "deepstack_visual_indexes", deep, "deepstack_visual_indexes[0]");
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 4) {
@@ -279,8 +336,10 @@ int main(int argc, char **argv)
         test_one(enc, refs, &im1);
         test_one(enc, refs, &im2);
         test_two(enc, refs, &im1, &im2);
-        if (dt == ORIN_F32)
+        if (dt == ORIN_F32) {
             test_errors(enc, &im1);
+            test_load_errors(reg, orin_vision_get_config(enc));
+        }
     }
     free(im1.pixels);
     free(im2.pixels);
