@@ -100,3 +100,136 @@ int mha_cpu_attention(const orin_exec *ex, const orin_attention_args *a, orin_dt
     free(job.scratch);
     return rc;
 }
+
+/* ---- attention.full: bidirectional, within segments ---- */
+
+typedef struct full_job {
+    const orin_attention_full_args *a;
+    orin_dtype dt;
+    int64_t heads, kv_heads, head_dim, group;
+    const int32_t *cu;              /* cu_seqlens */
+    int64_t segments;
+    size_t scratch_doubles;         /* per worker */
+    double *scratch;
+} full_job;
+
+/* cu_seqlens starts at 0, never decreases and ends at n; the longest segment
+ * goes to *max_len (it sizes the scores). */
+static int check_cu_seqlens(const char *label, const orin_attention_full_args *a,
+                            int64_t *max_len)
+{
+    const int32_t *cu = a->cu_seqlens.data;
+    const int64_t count = a->cu_seqlens.shape[0], n = a->q.shape[0];
+    if (cu[0] != 0)
+        return orin_error_set("%s: cu_seqlens[0] = %d, expected 0", label, cu[0]);
+    *max_len = 0;
+    for (int64_t s = 1; s < count; s++) {
+        if (cu[s] < cu[s - 1])
+            return orin_error_set("%s: cu_seqlens[%lld] = %d is below cu_seqlens[%lld] = %d",
+                                  label, (long long)s, cu[s], (long long)s - 1, cu[s - 1]);
+        if (cu[s] - cu[s - 1] > *max_len)
+            *max_len = cu[s] - cu[s - 1];
+    }
+    if (cu[count - 1] != n)
+        return orin_error_set("%s: cu_seqlens[%lld] = %d, expected %lld (the tokens in q)",
+                              label, (long long)count - 1, cu[count - 1], (long long)n);
+    return 0;
+}
+
+/* The segment holding token `row`: the last s with cu[s] <= row (empty
+ * segments, cu[s] == cu[s + 1], are passed over). */
+static int64_t segment_of(const full_job *job, int64_t row)
+{
+    int64_t lo = 0, hi = job->segments - 1;
+    while (lo < hi) {
+        int64_t mid = (lo + hi + 1) / 2;
+        if (job->cu[mid] <= row)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+/* One (query row, head): task = row * heads + head; as mha_task, over the
+ * keys of the row's segment. */
+static int full_task(void *ctx, int worker, int64_t task)
+{
+    const full_job *job = ctx;
+    const orin_attention_full_args *a = job->a;
+    const orin_dtype dt = job->dt;
+    const int64_t hd = job->head_dim, row = task / job->heads, head = task % job->heads;
+    const int64_t kv_head = head / job->group, seg = segment_of(job, row);
+    const int64_t first = job->cu[seg], len = job->cu[seg + 1] - first;
+
+    /* scratch: the output accumulator, the scores, then q and a k/v row as f32 */
+    double *acc = job->scratch + (size_t)worker * job->scratch_doubles;
+    double *scores = acc + hd;
+    float *q = (float *)(scores + len), *kv_row = q + hd;
+
+    orin_cpu_load_f32(q, orin_cpu_elem(a->q.data, dt, (row * job->heads + head) * hd), dt, hd);
+    double max = -INFINITY;
+    for (int64_t j = 0; j < len; j++) {
+        int64_t off = ((first + j) * job->kv_heads + kv_head) * hd;
+        orin_cpu_load_f32(kv_row, orin_cpu_elem(a->k.data, dt, off), dt, hd);
+        double dot = 0.0;
+        for (int64_t i = 0; i < hd; i++)
+            dot += (double)q[i] * kv_row[i];
+        scores[j] = dot * a->scale;
+        max = scores[j] > max ? scores[j] : max;
+    }
+
+    double sum = 0.0;
+    for (int64_t i = 0; i < hd; i++)
+        acc[i] = 0.0;
+    for (int64_t j = 0; j < len; j++) {
+        double p = exp(scores[j] - max);
+        int64_t off = ((first + j) * job->kv_heads + kv_head) * hd;
+        orin_cpu_load_f32(kv_row, orin_cpu_elem(a->v.data, dt, off), dt, hd);
+        sum += p;
+        for (int64_t i = 0; i < hd; i++)
+            acc[i] += p * kv_row[i];
+    }
+
+    for (int64_t i = 0; i < hd; i++)
+        q[i] = (float)(acc[i] / sum);
+    orin_cpu_store_f32(orin_cpu_elem(a->out.data, dt, (row * job->heads + head) * hd), dt, q,
+                       hd);
+    return 0;
+}
+
+int mha_cpu_attention_full(const orin_exec *ex, const orin_attention_full_args *a,
+                           orin_dtype dt)
+{
+    const char *label = "attention.full (mha)";
+    int64_t max_len = 0;
+    if (!a)
+        return orin_error_set("%s: no arguments", label);
+    if (orin_check_attention_full(label, ex, a, ORIN_DEVICE_CPU, dt) ||
+        check_cu_seqlens(label, a, &max_len))
+        return -1;
+
+    const int64_t n = a->q.shape[0], heads = a->q.shape[1], hd = a->q.shape[2];
+    int workers = orin_cpu_threads(ex->device);
+    if (workers > n * heads)
+        workers = (int)(n * heads);
+    /* Per worker: acc (hd doubles), scores (max_len doubles), then q and a
+     * k/v row (2 * hd floats = hd doubles). */
+    full_job job = {
+        .a = a,
+        .dt = dt,
+        .heads = heads,
+        .kv_heads = a->k.shape[1],
+        .head_dim = hd,
+        .group = heads / a->k.shape[1],
+        .cu = a->cu_seqlens.data,
+        .segments = a->cu_seqlens.shape[0] - 1,
+        .scratch_doubles = (size_t)(2 * hd + max_len),
+    };
+    job.scratch = malloc((size_t)workers * job.scratch_doubles * sizeof(double));
+    if (!job.scratch)
+        return orin_error_set("%s: out of memory for scratch", label);
+    int rc = orin_cpu_parallel_for(workers, n * heads, full_task, &job);
+    free(job.scratch);
+    return rc;
+}

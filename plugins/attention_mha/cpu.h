@@ -10,4 +10,9 @@
 int mha_cpu_attention(const orin_exec *ex, const orin_attention_args *a, orin_dtype dt,
                       bool decode);
 
+/* attention.full: bidirectional attention within cu_seqlens' segments, no cache
+ * (the vision encoders' attention). */
+int mha_cpu_attention_full(const orin_exec *ex, const orin_attention_full_args *a,
+                           orin_dtype dt);
+
 #endif

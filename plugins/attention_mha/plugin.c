@@ -14,6 +14,10 @@
     static int decode_##suffix(const orin_exec *ex, const void *args)               \
     {                                                                               \
         return mha_cpu_attention(ex, args, dt, true);                               \
+    }                                                                               \
+    static int full_##suffix(const orin_exec *ex, const void *args)                 \
+    {                                                                               \
+        return mha_cpu_attention_full(ex, args, dt);                                \
     }
 
 ENTRIES(ORIN_F32, f32)
@@ -32,6 +36,11 @@ ENTRIES(ORIN_BF16, bf16)
         .op = ORIN_OP_ATTENTION_DECODE, .provider = "mha",                          \
         .device = ORIN_DEVICE_CPU, .dtype = dt, .run = decode_##suffix,             \
         .flags = ORIN_OP_REFERENCE | ORIN_OP_GRAPH_SAFE,                            \
+    },                                                                              \
+    {                                                                               \
+        .op = ORIN_OP_ATTENTION_FULL, .provider = "mha",                            \
+        .device = ORIN_DEVICE_CPU, .dtype = dt, .run = full_##suffix,               \
+        .flags = ORIN_OP_REFERENCE,                                                 \
     }
 
 #ifdef ORIN_HAVE_CUDA
@@ -98,5 +107,5 @@ static int register_ops(orin_registry *reg)
 
 ORIN_PLUGIN_DEFINE("attention_mha", "0.1.0",
                    "reference attention: scores materialised, softmax, P.V (" MHA_DEVICES
-                   ": f32, f16, bf16)",
+                   ": f32, f16, bf16); attention.full (cpu)",
                    register_ops)

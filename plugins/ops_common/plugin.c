@@ -34,6 +34,9 @@ CPU_ENTRIES(kv_write, orin_kv_write_args)
 CPU_ENTRIES(sample_candidates, orin_sample_candidates_args)
 CPU_ENTRIES(matmul_awq4, orin_matmul_quant_args)
 CPU_ENTRIES(matmul_int8, orin_matmul_quant_args)
+CPU_ENTRIES(layernorm, orin_layernorm_args)
+CPU_ENTRIES(gelu, orin_gelu_args)
+CPU_ENTRIES(rope_table, orin_rope_table_args)
 
 /* Everything here only reads its inputs from memory, so all of it could be
  * replayed in a graph; on the CPU there is no graph, and the flag says so for
@@ -131,6 +134,10 @@ static const orin_op_impl impls[] = {
     SAMPLE_IMPLS(, ORIN_DEVICE_CPU, cpu_sample_candidates_workspace_size, NULL),
     IMPLS(ORIN_OP_MATMUL_AWQ4, matmul_awq4),
     IMPLS(ORIN_OP_MATMUL_INT8, matmul_int8),
+    /* the vision encoders' ops: CPU only for now */
+    IMPLS(ORIN_OP_LAYERNORM, layernorm),
+    IMPLS(ORIN_OP_GELU, gelu),
+    IMPLS(ORIN_OP_ROPE_TABLE, rope_table),
 #ifdef ORIN_HAVE_CUDA
     CUDA_IMPLS(ORIN_OP_EMBEDDING, embedding),
     CUDA_IMPLS(ORIN_OP_RMSNORM, rmsnorm),
@@ -159,6 +166,6 @@ static int register_ops(orin_registry *reg)
 ORIN_PLUGIN_DEFINE("ops_common", "0.1.0",
                    "reference ops: embedding, rmsnorm, rope, matmul (OpenBLAS; cuBLASLt and a "
                    "batch-1 GEMV on cuda), matmul.awq4 and matmul.int8, swiglu, add, "
-                   "argmax, kv_write; fused on cuda: "
+                   "argmax, kv_write; layernorm, gelu, rope.table (cpu); fused on cuda: "
                    "add_rmsnorm, matmul.qkv, matmul.swiglu, rope_kv_write; f32, f16, bf16",
                    register_ops)

@@ -38,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const uint8_t *p = t->data;
         FUZZ_ASSERT(p >= data && t->nbytes <= size && p - data <= (ptrdiff_t)(size - t->nbytes),
                     "'%s' lies outside the buffer", t->name);
-        FUZZ_ASSERT(t->ndim >= 0 && t->ndim <= ORIN_MAX_DIMS, "'%s': ndim %d", t->name, t->ndim);
+        FUZZ_ASSERT(t->ndim >= 0 && t->ndim <= ORIN_ST_MAX_DIMS, "'%s': ndim %d", t->name, t->ndim);
         /* Dtypes without a known element size (sub-byte ones, future ones)
          * are admitted for their bounds only, and marked unknown. */
         size_t want = elem_size(t->dtype_name);

@@ -382,8 +382,8 @@ static void test_bad_headers(void)
                "string dim", "'w'", "shape[0]");
     expect_bad(one("{\"dtype\":\"F32\",\"shape\":[null],\"data_offsets\":[0,4]}", 4), "null dim",
                "'w'", "shape[0]");
-    expect_bad(one("{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1],\"data_offsets\":[0,4]}", 4),
-               "5 dims", "'w'", "5 dimensions");
+    expect_bad(one("{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,4]}",
+                   4), "9 dims", "'w'", "9 dimensions");
     expect_bad(one("{\"dtype\":\"U8\",\"shape\":[4503599627370496,4503599627370496],"
                    "\"data_offsets\":[0,4]}", 4), "overflow", "'w'", "too large");
     expect_bad(one("{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":4}", 4), "offsets number",
@@ -541,7 +541,7 @@ static void test_mutations(void)
         for (size_t i = 0; i < orin_st_count(ar); i++) {
             const orin_st_tensor *t = orin_st_at(ar, i);
             const unsigned char *p = t->data;
-            if (p < copy || p + t->nbytes > copy + b.len || t->ndim < 0 || t->ndim > ORIN_MAX_DIMS)
+            if (p < copy || p + t->nbytes > copy + b.len || t->ndim < 0 || t->ndim > ORIN_ST_MAX_DIMS)
                 bad++;
         }
         orin_st_close(ar);

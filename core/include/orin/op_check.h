@@ -90,6 +90,23 @@ int orin_check_argmax(const char *label, const orin_exec *ex, const orin_argmax_
 /* kv_write: k and v [n, Hkv, hd] with the cache's Hkv and hd, positions i32 [n]. */
 int orin_check_kv_write(const char *label, const orin_exec *ex, const orin_kv_write_args *a,
                         orin_device_kind device, orin_dtype dt);
+/* layernorm: x and out alike (out may be x), weight and bias [last dim], eps >= 0. */
+int orin_check_layernorm(const char *label, const orin_exec *ex, const orin_layernorm_args *a,
+                         orin_device_kind device, orin_dtype dt);
+/* gelu: x and out alike (out may be x), a known kind. */
+int orin_check_gelu(const char *label, const orin_exec *ex, const orin_gelu_args *a,
+                    orin_device_kind device, orin_dtype dt);
+/* rope.table: x [n, heads, hd] with hd even, cos and sin f32 [n, hd/2], x apart
+ * from both. */
+int orin_check_rope_table(const char *label, const orin_exec *ex,
+                          const orin_rope_table_args *a, orin_device_kind device, orin_dtype dt);
+/* attention.full: q and out [n, H, hd], k and v [n, Hkv, hd] with H a multiple
+ * of Hkv, cu_seqlens i32 [segments + 1] (at least 2 entries), a finite
+ * positive scale, out apart from q, k and v. The values of cu_seqlens are the
+ * implementation's to check (they may be in device memory). */
+int orin_check_attention_full(const char *label, const orin_exec *ex,
+                              const orin_attention_full_args *a, orin_device_kind device,
+                              orin_dtype dt);
 
 #ifdef __cplusplus
 }

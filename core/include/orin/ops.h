@@ -35,6 +35,13 @@ extern "C" {
 #define ORIN_OP_ATTENTION_PREFILL  "attention.prefill"
 #define ORIN_OP_ATTENTION_DECODE   "attention.decode"
 
+/* The vision encoders' ops (Qwen3-VL): LayerNorm, GELU, rotary embedding from
+ * tables the caller computes, and attention without a cache or a mask. */
+#define ORIN_OP_LAYERNORM          "layernorm"
+#define ORIN_OP_GELU               "gelu"
+#define ORIN_OP_ROPE_TABLE         "rope.table"
+#define ORIN_OP_ATTENTION_FULL     "attention.full"
+
 /* Fused ops: each computes what a sequence of the ops above computes, in fewer
  * passes over memory and fewer launches. A model uses one where the registry
  * has it for its device and dtype, else the sequence; the tests hold each
@@ -164,6 +171,61 @@ typedef struct orin_attention_args {
     float scale;          /* usually 1/sqrt(hd) */
     int32_t max_kv_len;   /* see the top of this file */
 } orin_attention_args;
+
+/* ---- vision encoder ops ---- */
+
+/* out[r, :] = (x[r, :] - mean) / sqrt(var + eps) * weight + bias, with the
+ * biased variance (mean of squared deviations), as torch.nn.LayerNorm.
+ * x, out [rows, dim] (out may alias x), weight and bias [dim]. Accumulates in
+ * f32 (the CPU in double) whatever the dtype. */
+typedef struct orin_layernorm_args {
+    orin_tensor x;
+    orin_tensor weight;
+    orin_tensor bias;
+    orin_tensor out;
+    float eps;
+} orin_layernorm_args;
+
+/* Which GELU: torch's nn.GELU() (erf, exact) or approximate="tanh"
+ * (transformers' gelu_pytorch_tanh). */
+typedef enum orin_gelu_kind {
+    ORIN_GELU_ERF = 0,  /* 0.5 x (1 + erf(x / sqrt(2))) */
+    ORIN_GELU_TANH,     /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+} orin_gelu_kind;
+
+/* out = gelu(x) elementwise, any shape; out may alias x. */
+typedef struct orin_gelu_args {
+    orin_tensor x;
+    orin_tensor out;
+    orin_gelu_kind kind;
+} orin_gelu_args;
+
+/* Rotary embedding in place from angle tables the caller computed, Hugging
+ * Face's rotate-half layout: for pair (j, j + hd/2), j < hd/2,
+ *   x1' = x1 cos[i, j] - x2 sin[i, j],  x2' = x2 cos[i, j] + x1 sin[i, j].
+ * x [n, heads, hd], cos and sin f32 [n, hd/2] whatever the dtype (the angles
+ * depend on more than a position: Qwen3-VL's 2-D vision positions, M-RoPE). */
+typedef struct orin_rope_table_args {
+    orin_tensor x;
+    orin_tensor cos;
+    orin_tensor sin;
+} orin_rope_table_args;
+
+/* Bidirectional attention within segments, no cache, no mask: the tokens
+ * cu_seqlens[s] .. cu_seqlens[s+1]-1 attend to each other and to nothing else
+ * (one segment per image, or per video frame). Grouped-query heads as in
+ * orin_attention_args (query head h reads kv head h / (H / Hkv)).
+ *   q, out [n, H, hd], k, v [n, Hkv, hd], cu_seqlens i32 [segments + 1] with
+ *   cu_seqlens[0] == 0, non-decreasing, cu_seqlens[segments] == n (in device
+ *   memory like positions; the CPU checks them). */
+typedef struct orin_attention_full_args {
+    orin_tensor q;
+    orin_tensor k;
+    orin_tensor v;
+    orin_tensor out;
+    orin_tensor cu_seqlens;
+    float scale;          /* usually 1/sqrt(hd) */
+} orin_attention_full_args;
 
 /* ---- fused ops ---- */
 

@@ -15,6 +15,12 @@
 extern "C" {
 #endif
 
+/* Dimensions a stored tensor may have: more than an orin_tensor's
+ * (ORIN_MAX_DIMS), so that a folder holding a 5-D convolution weight (Qwen3-VL's
+ * patch embedding, [hidden, 3, 2, 16, 16]) opens, and its reader views the
+ * weight as the matrix it multiplies by. */
+#define ORIN_ST_MAX_DIMS 8
+
 typedef struct orin_st_tensor {
     const char *name;
     const char *file;          /* the shard it lives in (for error messages) */
@@ -22,7 +28,7 @@ typedef struct orin_st_tensor {
     int dtype_known;           /* 1 when dtype_name maps to an orin_dtype */
     orin_dtype dtype;
     int ndim;
-    int64_t shape[ORIN_MAX_DIMS];
+    int64_t shape[ORIN_ST_MAX_DIMS];
     const void *data;          /* inside the mapping */
     size_t nbytes;
 } orin_st_tensor;

@@ -148,9 +148,9 @@ static int parse_shape(const cJSON *shape, const char *file, const char *name, s
     if (!cJSON_IsArray(shape))
         return orin_error_set("%s: tensor '%s': shape is not a list", file, name);
     int ndim = cJSON_GetArraySize(shape);
-    if (ndim > ORIN_MAX_DIMS)
+    if (ndim > ORIN_ST_MAX_DIMS)
         return orin_error_set("%s: tensor '%s': %d dimensions, at most %d are supported", file,
-                              name, ndim, ORIN_MAX_DIMS);
+                              name, ndim, ORIN_ST_MAX_DIMS);
     *numel = 1;
     int i = 0;
     const cJSON *d;

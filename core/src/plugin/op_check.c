@@ -374,3 +374,94 @@ int orin_check_kv_write(const char *label, const orin_exec *ex, const orin_kv_wr
                               (long long)a->k.shape[1], a->cache.n_kv_heads);
     return 0;
 }
+
+/* ---- vision encoder ops ---- */
+
+int orin_check_layernorm(const char *label, const orin_exec *ex, const orin_layernorm_args *a,
+                         orin_device_kind device, orin_dtype dt)
+{
+    if (orin_check_exec(label, ex, device) ||
+        orin_check_tensor(label, "x", &a->x, device, dt, 1, ORIN_MAX_DIMS) ||
+        orin_check_tensor(label, "weight", &a->weight, device, dt, 1, 1) ||
+        orin_check_tensor(label, "bias", &a->bias, device, dt, 1, 1) ||
+        orin_check_tensor(label, "out", &a->out, device, dt, 1, ORIN_MAX_DIMS) ||
+        orin_check_same_shape(label, "x", &a->x, "out", &a->out) ||
+        orin_check_dim(label, "weight", &a->weight, 0, a->x.shape[a->x.ndim - 1]) ||
+        orin_check_dim(label, "bias", &a->bias, 0, a->x.shape[a->x.ndim - 1]) ||
+        orin_check_alias(label, "out", &a->out, "x", &a->x, true) ||
+        orin_check_alias(label, "out", &a->out, "weight", &a->weight, false) ||
+        orin_check_alias(label, "out", &a->out, "bias", &a->bias, false))
+        return -1;
+    if (!isfinite(a->eps) || a->eps < 0.0f)
+        return orin_error_set("%s: eps %g is not a non-negative number", label, a->eps);
+    return 0;
+}
+
+int orin_check_gelu(const char *label, const orin_exec *ex, const orin_gelu_args *a,
+                    orin_device_kind device, orin_dtype dt)
+{
+    if (orin_check_exec(label, ex, device) ||
+        orin_check_tensor(label, "x", &a->x, device, dt, 1, ORIN_MAX_DIMS) ||
+        orin_check_tensor(label, "out", &a->out, device, dt, 1, ORIN_MAX_DIMS) ||
+        orin_check_same_shape(label, "x", &a->x, "out", &a->out) ||
+        orin_check_alias(label, "out", &a->out, "x", &a->x, true))
+        return -1;
+    if (a->kind != ORIN_GELU_ERF && a->kind != ORIN_GELU_TANH)
+        return orin_error_set("%s: kind %d is neither erf (0) nor tanh (1)", label,
+                              (int)a->kind);
+    return 0;
+}
+
+int orin_check_rope_table(const char *label, const orin_exec *ex,
+                          const orin_rope_table_args *a, orin_device_kind device, orin_dtype dt)
+{
+    if (orin_check_exec(label, ex, device) ||
+        orin_check_tensor(label, "x", &a->x, device, dt, 3, 3))
+        return -1;
+    if (a->x.shape[2] % 2 != 0)
+        return orin_error_set("%s: x: head_dim %lld is odd", label, (long long)a->x.shape[2]);
+    const int64_t n = a->x.shape[0], half = a->x.shape[2] / 2;
+    return orin_check_tensor(label, "cos", &a->cos, device, ORIN_F32, 2, 2) ||
+                   orin_check_dim(label, "cos", &a->cos, 0, n) ||
+                   orin_check_dim(label, "cos", &a->cos, 1, half) ||
+                   orin_check_tensor(label, "sin", &a->sin, device, ORIN_F32, 2, 2) ||
+                   orin_check_dim(label, "sin", &a->sin, 0, n) ||
+                   orin_check_dim(label, "sin", &a->sin, 1, half) ||
+                   orin_check_alias(label, "x", &a->x, "cos", &a->cos, false) ||
+                   orin_check_alias(label, "x", &a->x, "sin", &a->sin, false)
+               ? -1
+               : 0;
+}
+
+int orin_check_attention_full(const char *label, const orin_exec *ex,
+                              const orin_attention_full_args *a, orin_device_kind device,
+                              orin_dtype dt)
+{
+    if (orin_check_exec(label, ex, device) ||
+        orin_check_tensor(label, "q", &a->q, device, dt, 3, 3) ||
+        orin_check_tensor(label, "k", &a->k, device, dt, 3, 3) ||
+        orin_check_tensor(label, "v", &a->v, device, dt, 3, 3) ||
+        orin_check_tensor(label, "out", &a->out, device, dt, 3, 3) ||
+        orin_check_same_shape(label, "q", &a->q, "out", &a->out) ||
+        orin_check_dim(label, "k", &a->k, 0, a->q.shape[0]) ||
+        orin_check_dim(label, "k", &a->k, 2, a->q.shape[2]) ||
+        orin_check_same_shape(label, "k", &a->k, "v", &a->v) ||
+        orin_check_tensor(label, "cu_seqlens", &a->cu_seqlens, device, ORIN_I32, 1, 1))
+        return -1;
+    if (a->q.shape[1] % a->k.shape[1] != 0)
+        return orin_error_set("%s: %lld query heads are not a multiple of %lld kv heads", label,
+                              (long long)a->q.shape[1], (long long)a->k.shape[1]);
+    if (a->cu_seqlens.shape[0] < 2)
+        return orin_error_set("%s: cu_seqlens: %lld entries, at least 2 (one segment)", label,
+                              (long long)a->cu_seqlens.shape[0]);
+    if (a->q.shape[0] > INT32_MAX)
+        return orin_error_set("%s: q: %lld tokens do not fit an i32 offset", label,
+                              (long long)a->q.shape[0]);
+    if (!isfinite(a->scale) || a->scale <= 0.0f)
+        return orin_error_set("%s: scale %g is not a positive number", label, a->scale);
+    return orin_check_alias(label, "out", &a->out, "q", &a->q, false) ||
+                   orin_check_alias(label, "out", &a->out, "k", &a->k, false) ||
+                   orin_check_alias(label, "out", &a->out, "v", &a->v, false)
+               ? -1
+               : 0;
+}

@@ -1,0 +1,439 @@
+/* The vision encoders' ops through the registry, on the host: layernorm, gelu
+ * and rope.table (ops_common) and attention.full (mha), each against a
+ * double-precision reference written here, on fresh seeded inputs with the
+ * outputs poisoned with NaN first, odd sizes, in place where allowed, every
+ * float dtype; and bad calls, each one error naming the tensor. (No CUDA
+ * implementation exists yet: this suite has no --device cuda entry.) */
+#include "ops_test.h"
+
+#include "orin/error.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const orin_dtype float_dtypes[] = {ORIN_F32, ORIN_F16, ORIN_BF16};
+
+static int run(const orin_op_impl *impl, const orin_exec *ex, const void *args)
+{
+    if (!impl)
+        return -1;
+    orin_error_clear();
+    int rc = impl->run(ex, args);
+    CHECK(rc == 0, "%s %s: %s", impl->op, orin_dtype_name(impl->dtype), orin_error());
+    return rc;
+}
+
+/* ---- layernorm ---- */
+
+static void layernorm_case(orin_dtype dt, int64_t rows, int64_t dim, double offset,
+                           bool in_place)
+{
+    ops_rng rng = {.state = 1000 + (uint64_t)(rows * 31 + dim)};
+    const float eps = 1e-6f;
+    const int64_t total = rows * dim, dims[2] = {rows, dim};
+    /* offset: rows far from zero mean, where a one-pass variance would cancel */
+    ops_buf x = ops_buf_random(&rng, dt, total, offset - 3, offset + 3);
+    ops_buf w = ops_buf_random(&rng, dt, dim, 0.5, 1.5);
+    ops_buf b = ops_buf_random(&rng, dt, dim, -0.5, 0.5);
+    ops_buf out = in_place ? x : ops_buf_nan(dt, total);
+    double *ref = malloc(total * sizeof(double)), *scale = malloc(total * sizeof(double));
+    for (int64_t r = 0; r < rows; r++) {
+        const double *xr = x.value + r * dim;
+        double mean = 0, var = 0;
+        for (int64_t j = 0; j < dim; j++)
+            mean += xr[j] / dim;
+        for (int64_t j = 0; j < dim; j++)
+            var += (xr[j] - mean) * (xr[j] - mean) / dim;
+        for (int64_t j = 0; j < dim; j++) {
+            double norm = (xr[j] - mean) / sqrt(var + eps) * w.value[j];
+            ref[r * dim + j] = norm + b.value[j];
+            scale[r * dim + j] = fabs(norm) + fabs(b.value[j]);
+        }
+    }
+    orin_layernorm_args a = {
+        .x = ops_tensor(x.data, dt, 2, dims),
+        .weight = ops_tensor(w.data, dt, 1, &dim),
+        .bias = ops_tensor(b.data, dt, 1, &dim),
+        .out = ops_tensor(out.data, dt, 2, dims),
+        .eps = eps,
+    };
+    orin_exec ex = ops_test_exec(0);
+    char what[128];
+    snprintf(what, sizeof what, "layernorm %s %lldx%lld, mean near %g%s", orin_dtype_name(dt),
+             (long long)rows, (long long)dim, offset, in_place ? ", in place" : "");
+    if (run(ops_test_impl(ORIN_OP_LAYERNORM, "common", dt), &ex, &a) == 0) {
+        ops_buf_fetch(&out);
+        ops_check_close(what, &out, ref, scale, ops_tol(dt), ops_atol(dt));
+    }
+    free(ref);
+    free(scale);
+    if (!in_place)
+        ops_buf_free(&out);
+    ops_buf_free(&x);
+    ops_buf_free(&w);
+    ops_buf_free(&b);
+    ops_release();
+}
+
+static void test_layernorm(orin_dtype dt)
+{
+    layernorm_case(dt, 1, 1, 0, false);
+    layernorm_case(dt, 7, 33, 0, false);
+    layernorm_case(dt, 3, 1000, 0, true);
+    layernorm_case(dt, 5, 257, 100, false);
+    layernorm_case(dt, 2, 4097, 0, false);
+
+    orin_exec ex = ops_test_exec(0);
+    const orin_op_impl *impl = ops_test_impl(ORIN_OP_LAYERNORM, "common", dt);
+    float dummy[16] = {0};
+    orin_layernorm_args a = {
+        .x = ops_tensor(dummy, dt, 2, (int64_t[]){1, 4}),
+        .weight = ops_tensor(dummy + 4, dt, 1, (int64_t[]){4}),
+        .bias = ops_tensor(dummy + 8, dt, 1, (int64_t[]){3}),
+        .out = ops_tensor(dummy, dt, 2, (int64_t[]){1, 4}),
+        .eps = 1e-6f,
+    };
+    ops_expect_error("bias length", impl, &ex, &a, "layernorm (common): bias: dimension 0");
+    a.bias.shape[0] = 4;
+    a.bias.data = NULL;
+    ops_expect_error("no bias", impl, &ex, &a, "bias: no data");
+    a.bias.data = dummy + 8;
+    a.weight.dtype = dt == ORIN_F32 ? ORIN_F16 : ORIN_F32;
+    ops_expect_error("weight dtype", impl, &ex, &a, "weight: dtype");
+    a.weight.dtype = dt;
+    a.eps = -1.0f;
+    ops_expect_error("negative eps", impl, &ex, &a, "eps");
+    a.eps = 1e-6f;
+    a.out.data = (char *)dummy + orin_dtype_size(dt);
+    ops_expect_error("out shifted over x", impl, &ex, &a, "out partly overlaps x");
+    a.out = ops_tensor(dummy + 5, dt, 2, (int64_t[]){1, 4});
+    ops_expect_error("out over the weight", impl, &ex, &a, "out overlaps weight");
+    ops_release();
+}
+
+/* ---- gelu ---- */
+
+static double gelu_ref(double x, orin_gelu_kind kind)
+{
+    if (kind == ORIN_GELU_TANH)
+        return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    return 0.5 * x * (1 + erf(x / sqrt(2)));
+}
+
+static void gelu_case(orin_dtype dt, int64_t n, orin_gelu_kind kind, bool in_place)
+{
+    ops_rng rng = {.state = 2000 + (uint64_t)n + kind};
+    ops_buf x = ops_buf_random(&rng, dt, n, -6, 6);
+    ops_buf out = in_place ? x : ops_buf_nan(dt, n);
+    double *ref = malloc(n * sizeof(double));
+    for (int64_t i = 0; i < n; i++)
+        ref[i] = gelu_ref(x.value[i], kind);
+    orin_gelu_args a = {
+        .x = ops_tensor(x.data, dt, 1, &n),
+        .out = ops_tensor(out.data, dt, 1, &n),
+        .kind = kind,
+    };
+    orin_exec ex = ops_test_exec(0);
+    char what[96];
+    snprintf(what, sizeof what, "gelu %s %s n %lld%s", kind == ORIN_GELU_TANH ? "tanh" : "erf",
+             orin_dtype_name(dt), (long long)n, in_place ? ", in place" : "");
+    if (run(ops_test_impl(ORIN_OP_GELU, "common", dt), &ex, &a) == 0) {
+        ops_buf_fetch(&out);
+        /* far left both forms are tiny: an absolute floor at the dtype's
+         * resolution of 1 */
+        ops_check_close(what, &out, ref, NULL, ops_tol(dt), ops_tol(dt) * 1e-3);
+    }
+    free(ref);
+    if (!in_place)
+        ops_buf_free(&out);
+    ops_buf_free(&x);
+    ops_release();
+}
+
+static void test_gelu(orin_dtype dt)
+{
+    for (int kind = ORIN_GELU_ERF; kind <= ORIN_GELU_TANH; kind++) {
+        gelu_case(dt, 1, kind, false);
+        gelu_case(dt, 1023, kind, false);
+        gelu_case(dt, 3001, kind, true); /* past two chunks */
+    }
+    /* the two forms differ by up to ~5e-4: an op that ignores kind fails */
+    float v = 2.5f, out = NAN;
+    if (dt == ORIN_F32) {
+        orin_gelu_args a = {
+            .x = ops_tensor(&v, dt, 1, (int64_t[]){1}),
+            .out = ops_tensor(&out, dt, 1, (int64_t[]){1}),
+            .kind = ORIN_GELU_ERF,
+        };
+        orin_exec ex = ops_test_exec(0);
+        if (run(ops_test_impl(ORIN_OP_GELU, "common", dt), &ex, &a) == 0)
+            CHECK(fabs(out - gelu_ref(2.5, ORIN_GELU_ERF)) < 1e-6 &&
+                      fabs(out - gelu_ref(2.5, ORIN_GELU_TANH)) > 1e-5,
+                  "gelu erf at 2.5: %.9g", out);
+    }
+
+    orin_exec ex = ops_test_exec(0);
+    const orin_op_impl *impl = ops_test_impl(ORIN_OP_GELU, "common", dt);
+    float dummy[16] = {0};
+    orin_gelu_args a = {
+        .x = ops_tensor(dummy, dt, 2, (int64_t[]){2, 3}),
+        .out = ops_tensor(dummy + 8, dt, 2, (int64_t[]){3, 2}),
+        .kind = ORIN_GELU_TANH,
+    };
+    ops_expect_error("shape", impl, &ex, &a, "gelu (common): out: dimension 0 is 3");
+    a.out = ops_tensor(dummy + 8, dt, 2, (int64_t[]){2, 3});
+    a.kind = (orin_gelu_kind)7;
+    ops_expect_error("kind", impl, &ex, &a, "kind 7");
+    a.kind = ORIN_GELU_ERF;
+    a.out.data = (char *)dummy + orin_dtype_size(dt);
+    ops_expect_error("out shifted over x", impl, &ex, &a, "out partly overlaps x");
+    ops_release();
+}
+
+/* ---- rope.table ---- */
+
+static void rope_table_case(orin_dtype dt, int64_t n, int64_t heads, int64_t hd)
+{
+    ops_rng rng = {.state = 3000 + (uint64_t)(n * 7 + heads * 3 + hd)};
+    const int64_t half = hd / 2, total = n * heads * hd;
+    ops_buf x = ops_buf_random(&rng, dt, total, -2, 2);
+    float *cos_t = malloc(n * half * sizeof(float)), *sin_t = malloc(n * half * sizeof(float));
+    for (int64_t i = 0; i < n * half; i++) {
+        double angle = ops_rng_uniform(&rng, -50, 50);
+        cos_t[i] = (float)cos(angle);
+        sin_t[i] = (float)sin(angle);
+    }
+    double *ref = malloc(total * sizeof(double)), *scale = malloc(total * sizeof(double));
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t h = 0; h < heads; h++)
+            for (int64_t j = 0; j < half; j++) {
+                int64_t o = (i * heads + h) * hd + j;
+                double x1 = x.value[o], x2 = x.value[o + half];
+                double c = cos_t[i * half + j], s = sin_t[i * half + j];
+                ref[o] = x1 * c - x2 * s;
+                ref[o + half] = x2 * c + x1 * s;
+                scale[o] = fabs(x1 * c) + fabs(x2 * s);
+                scale[o + half] = fabs(x2 * c) + fabs(x1 * s);
+            }
+    orin_rope_table_args a = {
+        .x = ops_tensor(x.data, dt, 3, (int64_t[]){n, heads, hd}),
+        .cos = ops_tensor(cos_t, ORIN_F32, 2, (int64_t[]){n, half}),
+        .sin = ops_tensor(sin_t, ORIN_F32, 2, (int64_t[]){n, half}),
+    };
+    orin_exec ex = ops_test_exec(0);
+    char what[96];
+    snprintf(what, sizeof what, "rope.table %s [%lld, %lld, %lld]", orin_dtype_name(dt),
+             (long long)n, (long long)heads, (long long)hd);
+    if (run(ops_test_impl(ORIN_OP_ROPE_TABLE, "common", dt), &ex, &a) == 0) {
+        ops_buf_fetch(&x);
+        ops_check_close(what, &x, ref, scale, ops_tol(dt), ops_atol(dt));
+    }
+    free(ref);
+    free(scale);
+    free(cos_t);
+    free(sin_t);
+    ops_buf_free(&x);
+    ops_release();
+}
+
+static void test_rope_table(orin_dtype dt)
+{
+    rope_table_case(dt, 1, 1, 2);
+    rope_table_case(dt, 7, 3, 16);
+    rope_table_case(dt, 33, 4, 128);
+    rope_table_case(dt, 5, 2, 6); /* a half of 3: no vector width divides it */
+
+    orin_exec ex = ops_test_exec(0);
+    const orin_op_impl *impl = ops_test_impl(ORIN_OP_ROPE_TABLE, "common", dt);
+    float x[24] = {0}, c[8] = {0}, s[8] = {0};
+    orin_rope_table_args a = {
+        .x = ops_tensor(x, dt, 3, (int64_t[]){2, 3, 4}),
+        .cos = ops_tensor(c, ORIN_F32, 2, (int64_t[]){2, 3}),
+        .sin = ops_tensor(s, ORIN_F32, 2, (int64_t[]){2, 2}),
+    };
+    ops_expect_error("cos width", impl, &ex, &a, "rope.table (common): cos: dimension 1 is 3");
+    a.cos.shape[1] = 2;
+    a.cos.stride[0] = 2;
+    a.sin.dtype = ORIN_BF16;
+    ops_expect_error("sin dtype", impl, &ex, &a, "sin: dtype bf16, expected f32");
+    a.sin.dtype = ORIN_F32;
+    a.sin.shape[0] = 3;
+    ops_expect_error("sin rows", impl, &ex, &a, "sin: dimension 0 is 3");
+    a.sin.shape[0] = 2;
+    a.x = ops_tensor(x, dt, 3, (int64_t[]){2, 4, 3});
+    ops_expect_error("odd head_dim", impl, &ex, &a, "x: head_dim 3 is odd");
+    ops_release();
+}
+
+/* ---- attention.full ---- */
+
+typedef struct full_case {
+    int n, heads, kv_heads, hd;
+    int segments;          /* lengths: cu[] below */
+    const int32_t *cu;
+} full_case;
+
+static void attention_full_case(orin_dtype dt, const full_case *c)
+{
+    ops_rng rng = {.state = 4000 + (uint64_t)(c->n * 13 + c->heads * 5 + c->hd)};
+    const int64_t n = c->n, H = c->heads, Hkv = c->kv_heads, hd = c->hd;
+    ops_buf q = ops_buf_random(&rng, dt, n * H * hd, -2, 2);
+    ops_buf k = ops_buf_random(&rng, dt, n * Hkv * hd, -2, 2);
+    ops_buf v = ops_buf_random(&rng, dt, n * Hkv * hd, -1, 1);
+    ops_buf out = ops_buf_nan(dt, n * H * hd);
+    double *ref = calloc(n * H * hd, sizeof(double)), *cond = calloc(n * H * hd, sizeof(double));
+    double *p = malloc(n * sizeof(double));
+    const double scale = 1.0 / sqrt((double)hd);
+    for (int s = 0; s < c->segments; s++)
+        for (int64_t i = c->cu[s]; i < c->cu[s + 1]; i++)
+            for (int64_t h = 0; h < H; h++) {
+                const int64_t kh = h / (H / Hkv), o = (i * H + h) * hd;
+                double max = -INFINITY, sum = 0;
+                for (int64_t j = c->cu[s]; j < c->cu[s + 1]; j++) {
+                    double dot = 0;
+                    for (int64_t d = 0; d < hd; d++)
+                        dot += q.value[o + d] * k.value[(j * Hkv + kh) * hd + d];
+                    p[j] = dot * scale;
+                    max = p[j] > max ? p[j] : max;
+                }
+                for (int64_t j = c->cu[s]; j < c->cu[s + 1]; j++)
+                    sum += p[j] = exp(p[j] - max);
+                for (int64_t j = c->cu[s]; j < c->cu[s + 1]; j++)
+                    for (int64_t d = 0; d < hd; d++) {
+                        double vj = v.value[(j * Hkv + kh) * hd + d];
+                        ref[o + d] += p[j] / sum * vj;
+                        cond[o + d] += p[j] / sum * fabs(vj);
+                    }
+            }
+    const int64_t segs = c->segments + 1;
+    int32_t *cu = malloc(segs * sizeof(int32_t));
+    memcpy(cu, c->cu, segs * sizeof(int32_t));
+    orin_attention_full_args a = {
+        .q = ops_tensor(q.data, dt, 3, (int64_t[]){n, H, hd}),
+        .k = ops_tensor(k.data, dt, 3, (int64_t[]){n, Hkv, hd}),
+        .v = ops_tensor(v.data, dt, 3, (int64_t[]){n, Hkv, hd}),
+        .out = ops_tensor(out.data, dt, 3, (int64_t[]){n, H, hd}),
+        .cu_seqlens = ops_tensor(cu, ORIN_I32, 1, &segs),
+        .scale = (float)scale,
+    };
+    orin_exec ex = ops_test_exec(0);
+    char what[128];
+    snprintf(what, sizeof what, "attention.full %s n %d H %d Hkv %d hd %d, %d segments",
+             orin_dtype_name(dt), c->n, c->heads, c->kv_heads, c->hd, c->segments);
+    if (run(ops_test_impl(ORIN_OP_ATTENTION_FULL, "mha", dt), &ex, &a) == 0) {
+        ops_buf_fetch(&out);
+        ops_check_close(what, &out, ref, cond, ops_tol(dt), ops_atol(dt));
+    }
+    free(cu);
+    free(ref);
+    free(cond);
+    free(p);
+    ops_buf_free(&q);
+    ops_buf_free(&k);
+    ops_buf_free(&v);
+    ops_buf_free(&out);
+    ops_release();
+}
+
+static void test_attention_full(orin_dtype dt)
+{
+    static const int32_t one[] = {0, 1}, single[] = {0, 37};
+    static const int32_t images[] = {0, 24, 64}, empty[] = {0, 5, 5, 12, 13};
+    const full_case cases[] = {
+        {.n = 1, .heads = 1, .kv_heads = 1, .hd = 8, .segments = 1, .cu = one},
+        {.n = 37, .heads = 3, .kv_heads = 3, .hd = 16, .segments = 1, .cu = single},
+        {.n = 64, .heads = 4, .kv_heads = 2, .hd = 16, .segments = 2, .cu = images},
+        {.n = 13, .heads = 6, .kv_heads = 1, .hd = 33, .segments = 4, .cu = empty},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        attention_full_case(dt, &cases[i]);
+
+    orin_exec ex = ops_test_exec(0);
+    const orin_op_impl *impl = ops_test_impl(ORIN_OP_ATTENTION_FULL, "mha", dt);
+    float q[32] = {0}, k[32] = {0}, v[32] = {0}, out[32];
+    int32_t cu[3] = {0, 2, 4};
+    orin_attention_full_args a = {
+        .q = ops_tensor(q, dt, 3, (int64_t[]){4, 2, 2}),
+        .k = ops_tensor(k, dt, 3, (int64_t[]){4, 2, 2}),
+        .v = ops_tensor(v, dt, 3, (int64_t[]){4, 2, 2}),
+        .out = ops_tensor(out, dt, 3, (int64_t[]){4, 2, 2}),
+        .cu_seqlens = ops_tensor(cu, ORIN_I32, 1, (int64_t[]){3}),
+        .scale = 0.5f,
+    };
+    cu[2] = 5;
+    ops_expect_error("cu_seqlens past n", impl, &ex, &a,
+                     "attention.full (mha): cu_seqlens[2] = 5, expected 4");
+    cu[2] = 4;
+    cu[1] = -1;
+    ops_expect_error("decreasing cu_seqlens", impl, &ex, &a, "cu_seqlens[1] = -1 is below cu_seqlens[0] = 0");
+    cu[1] = 2;
+    cu[0] = 1;
+    ops_expect_error("cu_seqlens[0]", impl, &ex, &a, "cu_seqlens[0] = 1, expected 0");
+    cu[0] = 0;
+    a.cu_seqlens.shape[0] = 1;
+    ops_expect_error("no segment", impl, &ex, &a, "cu_seqlens: 1 entries");
+    a.cu_seqlens.shape[0] = 3;
+    a.v = ops_tensor(v, dt, 3, (int64_t[]){4, 1, 2});
+    ops_expect_error("v heads", impl, &ex, &a, "v: dimension 1 is 1");
+    a.v = ops_tensor(v, dt, 3, (int64_t[]){4, 2, 2});
+    a.k = ops_tensor(k, dt, 3, (int64_t[]){3, 2, 2});
+    ops_expect_error("k tokens", impl, &ex, &a, "k: dimension 0 is 3");
+    a.k = ops_tensor(k, dt, 3, (int64_t[]){4, 2, 2});
+    a.q = ops_tensor(q, dt, 3, (int64_t[]){4, 3, 2});
+    a.out = ops_tensor(out, dt, 3, (int64_t[]){4, 3, 2});
+    ops_expect_error("GQA ratio", impl, &ex, &a, "3 query heads are not a multiple of 2");
+    a.q = ops_tensor(q, dt, 3, (int64_t[]){4, 2, 2});
+    a.out = ops_tensor(q, dt, 3, (int64_t[]){4, 2, 2});
+    ops_expect_error("out over q", impl, &ex, &a, "out overlaps q");
+    a.out = ops_tensor(out, dt, 3, (int64_t[]){4, 2, 2});
+    a.scale = 0.0f;
+    ops_expect_error("scale", impl, &ex, &a, "scale 0");
+    ops_release();
+}
+
+/* The new ops are each registered for every dtype, flagged as the reference,
+ * and a call without a call struct is an error, not a crash. */
+static void test_registrations(void)
+{
+    static const struct {
+        const char *op, *provider;
+    } ops[] = {
+        {ORIN_OP_LAYERNORM, "common"},
+        {ORIN_OP_GELU, "common"},
+        {ORIN_OP_ROPE_TABLE, "common"},
+        {ORIN_OP_ATTENTION_FULL, "mha"},
+    };
+    orin_exec ex = ops_test_exec(0);
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        for (size_t t = 0; t < 3; t++) {
+            const orin_op_impl *impl = ops_test_impl(ops[i].op, ops[i].provider, float_dtypes[t]);
+            if (!impl)
+                continue;
+            CHECK(impl->flags & ORIN_OP_REFERENCE, "%s %s: not flagged as the reference",
+                  ops[i].op, orin_dtype_name(float_dtypes[t]));
+            ops_expect_error("no call struct", impl, &ex, NULL, "no arguments");
+        }
+    /* fa2 has no attention.full: the registry falls back to mha's */
+    orin_bind_request req = {.op = ORIN_OP_ATTENTION_FULL, .provider = "fa2",
+                             .device = ORIN_DEVICE_CPU, .dtype = ORIN_F32};
+    const orin_op_impl *bound = orin_registry_bind(ops_test_registry(), &req);
+    CHECK(bound && strcmp(bound->provider, "mha") == 0, "attention.full for fa2: %s",
+          bound ? bound->provider : orin_error());
+}
+
+int main(int argc, char **argv)
+{
+    ops_test_init(argc, argv);
+    ops_test_registry();
+    test_registrations();
+    for (size_t i = 0; i < sizeof float_dtypes / sizeof float_dtypes[0]; i++) {
+        orin_dtype dt = float_dtypes[i];
+        test_layernorm(dt);
+        test_gelu(dt);
+        test_rope_table(dt);
+        test_attention_full(dt);
+    }
+    ops_test_registry_free();
+    return test_finish();
+}
