@@ -30,6 +30,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_ASSERT(c.eos_token_ids[i] >= 0, "eos id %d", c.eos_token_ids[i]);
     FUZZ_ASSERT(c.bos_token_id >= -1, "bos id %d", c.bos_token_id);
     FUZZ_ASSERT(memchr(c.architecture, '\0', sizeof c.architecture), "architecture unterminated");
+    /* Qwen3-VL: ids inside the vocabulary, sections that cover head_dim/2. */
+    if (c.vl.is_vl) {
+        const int32_t ids[] = {c.vl.image_token_id, c.vl.video_token_id,
+                               c.vl.vision_start_token_id, c.vl.vision_end_token_id};
+        for (int i = 0; i < 4; i++)
+            FUZZ_ASSERT(ids[i] >= 0 && ids[i] < c.vocab_size, "vl token id %d", ids[i]);
+        FUZZ_ASSERT(c.vl.mrope_section[0] >= 0 && c.vl.mrope_section[1] >= 0 &&
+                        c.vl.mrope_section[2] >= 0 &&
+                        (int64_t)c.vl.mrope_section[0] + c.vl.mrope_section[1] +
+                                c.vl.mrope_section[2] == c.head_dim / 2,
+                    "mrope_section");
+        FUZZ_ASSERT(c.vl.spatial_merge_size >= 1 && c.vl.mrope_interleaved, "vl merge / interleave");
+    }
     /* quantization_config: AWQ 4-bit or none, a group size >= 0 (0: the whole
      * row), module names terminated and non-empty */
     FUZZ_ASSERT(c.quant.method == ORIN_QUANT_NONE || c.quant.method == ORIN_QUANT_AWQ,

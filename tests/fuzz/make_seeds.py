@@ -78,7 +78,8 @@ def st_index_seeds():
 
 
 def model_config_seeds():
-    for m in ("qwen2-tiny", "qwen3-tiny", "qwen2-tiny-awq", "qwen3-tiny-awq"):
+    for m in ("qwen2-tiny", "qwen3-tiny", "qwen2-tiny-awq", "qwen3-tiny-awq", "qwen3vl-tiny",
+              "qwen3vl-tiny-tied"):
         put("model_config", m + ".json", read(DATA, "models", m, "config.json"))
     for f in ("qwen2_tf_config.json", "qwen3_tf_config.json"):
         put("model_config", f, read(DATA, "loader", f))

@@ -5,6 +5,7 @@
 #include "orin/cpu_util.h"
 #include "orin/error.h"
 #include "orin/file.h"
+#include "orin/model_config.h"
 #include "orin/ops.h"
 
 #include <errno.h>
@@ -77,6 +78,24 @@ static int check_model_dir(const char *path)
     return why ? -1 : 0;
 }
 
+/* A Qwen3-VL folder's config.json parses (its language model is a Qwen3),
+ * but the model loader knows only the text models' tensor names and there is
+ * no vision runner yet: say so rather than report a missing tensor. A config
+ * that does not parse is left to the model loader's error. */
+static int check_not_vl(const char *path)
+{
+    orin_model_config mc;
+    if (orin_model_config_load(path, &mc) != 0) {
+        orin_error_clear();
+        return 0;
+    }
+    if (!mc.vl.is_vl)
+        return 0;
+    fprintf(stderr, "orin-run: model.path = '%s': a %s folder: orin-run does not run "
+                    "vision-language models yet\n", path, mc.architecture);
+    return -1;
+}
+
 int engine_open_model(orin_engine *e, const orin_cli *cli)
 {
     const orin_config *cfg = &cli->cfg;
@@ -85,7 +104,7 @@ int engine_open_model(orin_engine *e, const orin_cli *cli)
                         "--set model.path=DIR (a Hugging Face model folder)\n");
         return ORIN_EXIT_USAGE;
     }
-    if (check_model_dir(cfg->model.path))
+    if (check_model_dir(cfg->model.path) || check_not_vl(cfg->model.path))
         return ORIN_EXIT_LOAD;
     int code = engine_open_plugins(e, cli);
     if (code != ORIN_EXIT_OK)

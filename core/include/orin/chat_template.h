@@ -32,6 +32,17 @@
 extern "C" {
 #endif
 
+/* One item of a message whose content is a list, as multimodal chats give
+ * it: the template sees {"type": "text", "text": ...} or {"type": "image"}
+ * (Qwen3-VL's template renders an image as
+ * <|vision_start|><|image_pad|><|vision_end|>). */
+typedef enum orin_chat_part_type { ORIN_CHAT_PART_TEXT = 0, ORIN_CHAT_PART_IMAGE } orin_chat_part_type;
+
+typedef struct orin_chat_part {
+    orin_chat_part_type type;
+    const char *text;              /* TEXT only (UTF-8, not NULL) */
+} orin_chat_part;
+
 /* One turn. Strings are UTF-8 (checked; invalid UTF-8 is an error). A NULL
  * member is absent from the message dict the template sees, as transformers
  * drops None values. */
@@ -39,6 +50,10 @@ typedef struct orin_chat_message {
     const char *role;              /* "system" | "user" | "assistant" | "tool" | ... */
     const char *content;
     const char *reasoning_content; /* Qwen3: an assistant turn's thinking; usually NULL */
+    /* Non-NULL: content is this list of n_parts items instead of a string
+     * (content must then be NULL). */
+    const orin_chat_part *parts;
+    size_t n_parts;
 } orin_chat_message;
 
 typedef struct orin_chat_options {

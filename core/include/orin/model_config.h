@@ -35,9 +35,27 @@ typedef struct orin_quant_config {
     char skip[ORIN_QUANT_MAX_SKIP][ORIN_QUANT_SKIP_LEN];
 } orin_quant_config;
 
+/* The multimodal part of a Qwen3-VL config.json (model_type qwen3_vl). Its
+ * language model is a Qwen3 whose keys live in text_config; those fill the
+ * ordinary fields of orin_model_config. Absent keys take Qwen3VLConfig's
+ * defaults (the published Qwen3-VL ids, mrope_section [24, 20, 20],
+ * spatial_merge_size 2). */
+typedef struct orin_vl_config {
+    bool is_vl;                     /* false: a text-only Qwen2/Qwen3; the rest is zero */
+    int32_t image_token_id;         /* <|image_pad|> */
+    int32_t video_token_id;         /* <|video_pad|> */
+    int32_t vision_start_token_id;  /* <|vision_start|> */
+    int32_t vision_end_token_id;    /* <|vision_end|> */
+    /* How many of the head_dim/2 rotary frequencies follow the t, h and w
+     * position rows (sums to head_dim/2; see orin/vl_prompt.h for the rule). */
+    int32_t mrope_section[3];
+    bool mrope_interleaved;         /* always true: Qwen3-VL interleaves */
+    int32_t spatial_merge_size;     /* vision_config: patches merged per side into one token */
+} orin_vl_config;
+
 typedef struct orin_model_config {
-    orin_arch arch;
-    char architecture[64];       /* "Qwen3ForCausalLM" */
+    orin_arch arch;              /* Qwen3-VL: QWEN3 (its language model) */
+    char architecture[64];       /* "Qwen3ForCausalLM", "Qwen3VLForConditionalGeneration" */
     int32_t hidden_size;
     int32_t intermediate_size;
     int32_t num_hidden_layers;
@@ -56,9 +74,13 @@ typedef struct orin_model_config {
     int32_t eos_token_ids[ORIN_MAX_EOS];
     int32_t n_eos;
     orin_quant_config quant;
+    orin_vl_config vl;
 } orin_model_config;
 
 /* Parses config.json text; `name` labels error messages (usually the path).
+ * A Qwen3-VL config's text model keys are read from text_config (errors name
+ * "text_config" then the key), its tie_word_embeddings, dtype and
+ * quantization_config from the top level, as transformers reads them.
  * Unsupported architectures, rope types (rope_scaling / rope_parameters.rope_type
  * other than default), quantization methods other than AWQ int4 GEMM with a
  * zero point, and missing or out-of-range fields are errors naming the field.

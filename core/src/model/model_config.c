@@ -14,6 +14,11 @@
  *   - Sliding window attention only exists when use_sliding_window is true, a
  *     sliding_window is set and some layer >= max_window_layers (or listed in
  *     layer_types) is a sliding layer. Only then is it rejected.
+ *   - Qwen3-VL (Qwen3VLForConditionalGeneration, model_type qwen3_vl): the
+ *     language model is a Qwen3 described by text_config; tie_word_embeddings,
+ *     dtype and quantization_config stay top-level keys, as transformers reads
+ *     them. Qwen3VLConfig's defaults for the multimodal keys (token ids,
+ *     mrope_section, spatial_merge_size) and Qwen3VLTextConfig's rope theta.
  *   - quantization_config: AwqConfig's defaults (bits 4, group_size 128,
  *     zero_point true, format/version gemm); modules_to_not_convert matched
  *     as substrings of the full module name. Other methods and AWQ variants
@@ -39,6 +44,10 @@
 #define QWEN_DEFAULT_RMS_EPS 1e-6
 #define QWEN_DEFAULT_ROPE_THETA 10000.0
 #define QWEN_DEFAULT_MAX_WINDOW_LAYERS 28
+/* Qwen3VLTextConfig.default_theta in transformers 5.23 (4.57 said 5e6; the
+ * published folders all set the key, so only hand-written configs see this). */
+#define QWEN3_VL_DEFAULT_ROPE_THETA 500000.0
+#define QWEN3_VL_DEFAULT_MERGE 2
 
 static const cJSON *field(const cJSON *root, const char *key)
 {
@@ -121,9 +130,11 @@ static int parse_arch(const cJSON *root, const char *name, orin_model_config *cf
     static const struct {
         const char *architecture, *model_type;
         orin_arch arch;
+        bool vl;
     } known[] = {
-        {"Qwen2ForCausalLM", "qwen2", ORIN_ARCH_QWEN2},
-        {"Qwen3ForCausalLM", "qwen3", ORIN_ARCH_QWEN3},
+        {"Qwen2ForCausalLM", "qwen2", ORIN_ARCH_QWEN2, false},
+        {"Qwen3ForCausalLM", "qwen3", ORIN_ARCH_QWEN3, false},
+        {"Qwen3VLForConditionalGeneration", "qwen3_vl", ORIN_ARCH_QWEN3, true},
     };
     const cJSON *archs = field(root, "architectures");
     const cJSON *type = field(root, "model_type");
@@ -138,6 +149,7 @@ static int parse_arch(const cJSON *root, const char *name, orin_model_config *cf
         for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
             if (strcmp(want, known[i].architecture) == 0) {
                 cfg->arch = known[i].arch;
+                cfg->vl.is_vl = known[i].vl;
                 snprintf(cfg->architecture, sizeof cfg->architecture, "%s", want);
                 return 0;
             }
@@ -150,6 +162,7 @@ static int parse_arch(const cJSON *root, const char *name, orin_model_config *cf
         for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
             if (strcmp(want, known[i].model_type) == 0) {
                 cfg->arch = known[i].arch;
+                cfg->vl.is_vl = known[i].vl;
                 snprintf(cfg->architecture, sizeof cfg->architecture, "%s", known[i].architecture);
                 return 0;
             }
@@ -158,12 +171,14 @@ static int parse_arch(const cJSON *root, const char *name, orin_model_config *cf
         return orin_error_set("%s: missing field 'architectures' (and no 'model_type')", name);
     }
     return orin_error_set("%s: %s: unsupported architecture '%s' (orin runs Qwen2ForCausalLM, "
-                          "Qwen3ForCausalLM)", name, key, want);
+                          "Qwen3ForCausalLM, Qwen3VLForConditionalGeneration)", name, key, want);
 }
 
 /* The RoPE dict: rope_scaling when set (transformers gives it priority), else
- * rope_parameters; possibly nested per layer type ({"full_attention": {...}}). */
-static int parse_rope(const cJSON *root, const char *name, orin_model_config *cfg)
+ * rope_parameters; possibly nested per layer type ({"full_attention": {...}}).
+ * NULL when there is none (*dict_key still names one); -1 when it is not an
+ * object. */
+static int rope_dict(const cJSON *root, const char *name, const cJSON **out, const char **out_key)
 {
     const char *dict_key = "rope_scaling";
     const cJSON *dict = field(root, dict_key);
@@ -173,11 +188,26 @@ static int parse_rope(const cJSON *root, const char *name, orin_model_config *cf
     }
     if (!is_null_or_absent(dict) && !cJSON_IsObject(dict))
         return bad_value(name, dict_key, dict, "not an object");
-    char key[64];
     if (cJSON_IsObject(field(dict, "full_attention"))) {
         dict = field(dict, "full_attention");
         dict_key = "rope_parameters.full_attention";
     }
+    *out = cJSON_IsObject(dict) ? dict : NULL;
+    *out_key = dict_key;
+    return 0;
+}
+
+/* Plain RoPE; for Qwen3-VL the same rotation with positions from three rows
+ * (M-RoPE), whose dict may say rope_type "default" or, as Qwen2-VL's
+ * published files do, "mrope" (transformers reads both as default). */
+static int parse_rope(const cJSON *root, const char *name, double default_theta,
+                      orin_model_config *cfg)
+{
+    const cJSON *dict;
+    const char *dict_key;
+    if (rope_dict(root, name, &dict, &dict_key))
+        return -1;
+    char key[64];
 
     const cJSON *type = field(dict, "rope_type");
     const char *type_key = "rope_type";
@@ -189,7 +219,8 @@ static int parse_rope(const cJSON *root, const char *name, orin_model_config *cf
     if (!is_null_or_absent(type)) {
         if (!cJSON_IsString(type))
             return bad_value(name, key, type, "not a string");
-        if (strcmp(type->valuestring, "default") != 0)
+        bool mrope = cfg->vl.is_vl && strcmp(type->valuestring, "mrope") == 0;
+        if (strcmp(type->valuestring, "default") != 0 && !mrope)
             return orin_error_set("%s: %s: unsupported rope type '%s' (only 'default')", name, key,
                                   type->valuestring);
     }
@@ -206,10 +237,10 @@ static int parse_rope(const cJSON *root, const char *name, orin_model_config *cf
     const cJSON *theta = field(dict, "rope_theta");
     if (!is_null_or_absent(theta)) {
         snprintf(key, sizeof key, "%s.rope_theta", dict_key);
-        return get_positive_double(theta, key, name, QWEN_DEFAULT_ROPE_THETA, &cfg->rope_theta);
+        return get_positive_double(theta, key, name, default_theta, &cfg->rope_theta);
     }
-    return get_positive_double(field(root, "rope_theta"), "rope_theta", name,
-                               QWEN_DEFAULT_ROPE_THETA, &cfg->rope_theta);
+    return get_positive_double(field(root, "rope_theta"), "rope_theta", name, default_theta,
+                               &cfg->rope_theta);
 }
 
 static int parse_sliding_window(const cJSON *root, const char *name, const orin_model_config *cfg)
@@ -250,7 +281,10 @@ static int parse_sliding_window(const cJSON *root, const char *name, const orin_
     return 0;
 }
 
-static int parse_dtype(const cJSON *root, const char *name, orin_model_config *cfg)
+/* `root`'s dtype or torch_dtype; `inner` (text_config) is asked when the top
+ * level has neither. */
+static int parse_dtype(const cJSON *root, const cJSON *inner, const char *name,
+                       orin_model_config *cfg)
 {
     static const struct {
         const char *name;
@@ -263,6 +297,10 @@ static int parse_dtype(const cJSON *root, const char *name, orin_model_config *c
     if (is_null_or_absent(v)) {
         key = "torch_dtype";
         v = field(root, key);
+    }
+    if (is_null_or_absent(v) && inner != root) {
+        key = "text_config.dtype";
+        v = field(inner, "dtype");
     }
     cfg->torch_dtype = ORIN_F32; /* transformers loads float32 when none is given */
     if (is_null_or_absent(v))
@@ -459,6 +497,96 @@ bool orin_quant_covers(const orin_quant_config *q, const char *module)
     return true;
 }
 
+/* ---- Qwen3-VL ---- */
+
+/* The special token ids of the top level: Qwen3VLConfig's defaults (the
+ * published ids) when absent; each must be inside the text vocabulary and
+ * differ from the others, or placeholders and text could not be told apart. */
+static int parse_vl_tokens(const cJSON *root, const char *name, orin_model_config *cfg)
+{
+    orin_vl_config *vl = &cfg->vl;
+    const struct {
+        const char *key;
+        int32_t fallback, *out;
+    } ids[] = {
+        {"image_token_id", 151655, &vl->image_token_id},
+        {"video_token_id", 151656, &vl->video_token_id},
+        {"vision_start_token_id", 151652, &vl->vision_start_token_id},
+        {"vision_end_token_id", 151653, &vl->vision_end_token_id},
+    };
+    const size_t n = sizeof ids / sizeof ids[0];
+    for (size_t i = 0; i < n; i++) {
+        if (get_int(root, ids[i].key, name, false, ids[i].fallback, 0, ids[i].out))
+            return -1;
+        if (*ids[i].out >= cfg->vocab_size)
+            return orin_error_set("%s: %s = %d%s: not below text_config.vocab_size = %d", name,
+                                  ids[i].key, *ids[i].out,
+                                  field(root, ids[i].key) ? "" : " (absent: the default)",
+                                  cfg->vocab_size);
+        for (size_t j = 0; j < i; j++)
+            if (*ids[i].out == *ids[j].out)
+                return orin_error_set("%s: %s = %d: the same id as %s", name, ids[i].key,
+                                      *ids[i].out, ids[j].key);
+    }
+    return 0;
+}
+
+/* text_config's rope dict: mrope_section, three counts of frequencies that
+ * sum to head_dim/2, and mrope_interleaved. transformers 5 ignores the flag
+ * and always interleaves; a file that says false describes some other
+ * layout, so it is refused rather than silently run interleaved. */
+static int parse_mrope(const cJSON *text, const char *name, orin_model_config *cfg)
+{
+    const cJSON *dict;
+    const char *dict_key;
+    char key[80];
+    if (rope_dict(text, name, &dict, &dict_key))
+        return -1;
+    const cJSON *sec = field(dict, "mrope_section");
+    int32_t *out = cfg->vl.mrope_section;
+    snprintf(key, sizeof key, "%s.mrope_section", dict_key);
+    if (is_null_or_absent(sec)) {
+        out[0] = 24, out[1] = 20, out[2] = 20;
+    } else if (!cJSON_IsArray(sec) || cJSON_GetArraySize(sec) != 3) {
+        return bad_value(name, key, sec, "not a list of three integers");
+    } else {
+        for (int i = 0; i < 3; i++) {
+            const cJSON *v = cJSON_GetArrayItem(sec, i);
+            if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) ||
+                v->valuedouble < 0 || v->valuedouble > INT32_MAX)
+                return bad_value(name, key, sec, "not a list of three non-negative integers");
+            out[i] = (int32_t)v->valuedouble;
+        }
+    }
+    if ((int64_t)out[0] + out[1] + out[2] != cfg->head_dim / 2)
+        return orin_error_set("%s: %s = [%d, %d, %d]%s: must sum to head_dim / 2 = %d", name, key,
+                              out[0], out[1], out[2],
+                              is_null_or_absent(sec) ? " (absent: the default)" : "",
+                              cfg->head_dim / 2);
+
+    snprintf(key, sizeof key, "%s.mrope_interleaved", dict_key);
+    const cJSON *il = field(dict, "mrope_interleaved");
+    if (!is_null_or_absent(il) && !cJSON_IsTrue(il))
+        return bad_value(name, key, il, "Qwen3-VL interleaves M-RoPE (only true)");
+    cfg->vl.mrope_interleaved = true;
+    return 0;
+}
+
+/* vision_config must be there (a VL folder without a vision tower is not one);
+ * only the merge size matters to the language side. */
+static int parse_vision(const cJSON *root, const char *name, orin_model_config *cfg)
+{
+    const cJSON *vc = field(root, "vision_config");
+    if (is_null_or_absent(vc))
+        return orin_error_set("%s: missing field 'vision_config'", name);
+    if (!cJSON_IsObject(vc))
+        return bad_value(name, "vision_config", vc, "not an object");
+    char vname[4200];
+    snprintf(vname, sizeof vname, "%s: vision_config", name);
+    return get_int(vc, "spatial_merge_size", vname, false, QWEN3_VL_DEFAULT_MERGE, 1,
+                   &cfg->vl.spatial_merge_size);
+}
+
 static bool only_spaces(const char *p, const char *end)
 {
     for (; p < end; p++)
@@ -483,20 +611,44 @@ int orin_model_config_parse(const char *json, size_t len, const char *name, orin
         orin_error_set("%s: not a JSON object", name);
         goto out;
     }
-    if (parse_arch(root, name, &cfg) || parse_sizes(root, name, &cfg) ||
-        get_positive_double(field(root, "rms_norm_eps"), "rms_norm_eps", name,
+    if (parse_arch(root, name, &cfg))
+        goto out;
+    /* The text model's keys: the top level, or a VL config's text_config
+     * (errors then say "NAME: text_config: key"). */
+    const cJSON *text = root;
+    const char *tname = name;
+    char tname_buf[4200];
+    if (cfg.vl.is_vl) {
+        text = field(root, "text_config");
+        if (is_null_or_absent(text)) {
+            orin_error_set("%s: missing field 'text_config'", name);
+            goto out;
+        }
+        if (!cJSON_IsObject(text)) {
+            bad_value(name, "text_config", text, "not an object");
+            goto out;
+        }
+        snprintf(tname_buf, sizeof tname_buf, "%s: text_config", name);
+        tname = tname_buf;
+    }
+    double theta = cfg.vl.is_vl ? QWEN3_VL_DEFAULT_ROPE_THETA : QWEN_DEFAULT_ROPE_THETA;
+    if (parse_sizes(text, tname, &cfg) ||
+        get_positive_double(field(text, "rms_norm_eps"), "rms_norm_eps", tname,
                             QWEN_DEFAULT_RMS_EPS, &cfg.rms_norm_eps) ||
-        parse_rope(root, name, &cfg) || parse_sliding_window(root, name, &cfg) ||
+        parse_rope(text, tname, theta, &cfg) || parse_sliding_window(text, tname, &cfg) ||
         get_bool(root, "tie_word_embeddings", name, false, &cfg.tie_word_embeddings) ||
-        parse_dtype(root, name, &cfg) || parse_special_tokens(root, name, &cfg) ||
+        parse_dtype(root, text, name, &cfg) || parse_special_tokens(text, tname, &cfg) ||
         parse_quant(root, name, &cfg.quant))
+        goto out;
+    if (cfg.vl.is_vl && (parse_vl_tokens(root, name, &cfg) || parse_mrope(text, tname, &cfg) ||
+                         parse_vision(root, name, &cfg)))
         goto out;
 
     if (cfg.arch == ORIN_ARCH_QWEN2) {
         cfg.attention_bias = true;
         cfg.qk_norm = false;
     } else {
-        if (get_bool(root, "attention_bias", name, false, &cfg.attention_bias))
+        if (get_bool(text, "attention_bias", tname, false, &cfg.attention_bias))
             goto out;
         cfg.qk_norm = true;
     }

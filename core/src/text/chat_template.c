@@ -242,6 +242,34 @@ static ct_val *checked_str(struct ct_env *env, const char *s, const char *what, 
     return ct_str(env, s, len);
 }
 
+/* A content list: [{"type": "text", "text": ...} | {"type": "image"}, ...]. */
+static ct_val *content_list(struct ct_env *env, const orin_chat_message *m, size_t index)
+{
+    ct_val *list = ct_list(env, m->n_parts, false);
+    for (size_t k = 0; k < m->n_parts; k++) {
+        const orin_chat_part *part = &m->parts[k];
+        ct_val *d = ct_dict(env);
+        switch (part->type) {
+        case ORIN_CHAT_PART_TEXT:
+            if (!part->text)
+                ct_fail(env, CT_NOPOS, "message %zu: part %zu: a text part without text", index,
+                        k);
+            ct_dict_set(env, d->u.dict, ct_cstr(env, "type"), ct_cstr(env, "text"));
+            ct_dict_set(env, d->u.dict, ct_cstr(env, "text"),
+                        checked_str(env, part->text, "text", index));
+            break;
+        case ORIN_CHAT_PART_IMAGE:
+            ct_dict_set(env, d->u.dict, ct_cstr(env, "type"), ct_cstr(env, "image"));
+            break;
+        default:
+            ct_fail(env, CT_NOPOS, "message %zu: part %zu: unknown type %d", index, k,
+                    (int)part->type);
+        }
+        list->u.list.items[k] = d;
+    }
+    return list;
+}
+
 /* The special tokens of the config, unless `skip` (a JSON context) sets them. */
 static void set_special_tokens(struct ct_render *r, const orin_chat_template *tpl,
                                const cJSON *skip, const orin_chat_options *opt)
@@ -340,6 +368,8 @@ static void build_context(struct ct_render *r, const orin_chat_template *tpl,
         if (m->content)
             ct_dict_set(env, d->u.dict, ct_cstr(env, "content"),
                         checked_str(env, m->content, "content", i));
+        else if (m->parts)
+            ct_dict_set(env, d->u.dict, ct_cstr(env, "content"), content_list(env, m, i));
         if (m->reasoning_content)
             ct_dict_set(env, d->u.dict, ct_cstr(env, "reasoning_content"),
                         checked_str(env, m->reasoning_content, "reasoning_content", i));
@@ -404,6 +434,9 @@ int orin_chat_template_render(const orin_chat_template *tpl, const orin_chat_mes
     for (size_t i = 0; i < n; i++)
         if (!msgs[i].role)
             return orin_error_set("%s: message %zu has no role", tpl->name, i);
+    for (size_t i = 0; i < n; i++)
+        if (msgs[i].content && msgs[i].parts)
+            return orin_error_set("%s: message %zu has both content and parts", tpl->name, i);
     struct render_input in = {.msgs = msgs, .n = n, .opt = opt ? opt : &defaults};
     return render(tpl, &in, out);
 }
