@@ -21,6 +21,62 @@ typedef struct mha_job {
     double *scratch;
 } mha_job;
 
+/* The keys one (query row, head) attends to: key/value j (j < len) at element
+ * offset offset(ctx, j) of k and v. */
+typedef struct mha_keys {
+    const void *k, *v;
+    int64_t (*offset)(const void *ctx, int64_t j);
+    const void *ctx;
+    int64_t len;
+} mha_keys;
+
+/* out[0..hd) = softmax(scale q . K^T) V over the keys, in double; scratch:
+ * acc (hd doubles), scores (len doubles), then q and a k/v row (2 hd floats). */
+static void mha_attend(const void *q_in, void *out, const mha_keys *keys, int64_t hd,
+                       double scale, orin_dtype dt, double *scratch)
+{
+    double *acc = scratch, *scores = acc + hd;
+    float *q = (float *)(scores + keys->len), *kv_row = q + hd;
+    orin_cpu_load_f32(q, q_in, dt, hd);
+
+    double max = -INFINITY;
+    for (int64_t j = 0; j < keys->len; j++) {
+        orin_cpu_load_f32(kv_row, orin_cpu_elem(keys->k, dt, keys->offset(keys->ctx, j)), dt, hd);
+        double dot = 0.0;
+        for (int64_t i = 0; i < hd; i++)
+            dot += (double)q[i] * kv_row[i];
+        scores[j] = dot * scale;
+        max = scores[j] > max ? scores[j] : max;
+    }
+
+    double sum = 0.0;
+    for (int64_t i = 0; i < hd; i++)
+        acc[i] = 0.0;
+    for (int64_t j = 0; j < keys->len; j++) {
+        double p = exp(scores[j] - max);
+        orin_cpu_load_f32(kv_row, orin_cpu_elem(keys->v, dt, keys->offset(keys->ctx, j)), dt, hd);
+        sum += p;
+        for (int64_t i = 0; i < hd; i++)
+            acc[i] += p * kv_row[i];
+    }
+
+    for (int64_t i = 0; i < hd; i++)
+        q[i] = (float)(acc[i] / sum);
+    orin_cpu_store_f32(out, dt, q, hd);
+}
+
+/* The cache's key j of one kv head. */
+struct cache_keys {
+    const orin_kv_view *kv;
+    int64_t kv_head;
+};
+
+static int64_t cache_offset(const void *ctx, int64_t j)
+{
+    const struct cache_keys *c = ctx;
+    return orin_kv_offset(c->kv, (int32_t)j, c->kv_head);
+}
+
 /* One (query row, head): task = row * heads + head. */
 static int mha_task(void *ctx, int worker, int64_t task)
 {
@@ -32,40 +88,12 @@ static int mha_task(void *ctx, int worker, int64_t task)
     const int64_t kv_head = head / job->group;
     const int32_t pos = ((const int32_t *)a->positions.data)[row];
 
-    /* scratch: q and one cache row as f32, the output accumulator, the scores */
-    double *acc = job->scratch + (size_t)worker * job->scratch_doubles;
-    double *scores = acc + hd;
-    float *q = (float *)(scores + pos + 1), *kv_row = q + hd;
-
-    orin_cpu_load_f32(q, orin_cpu_elem(a->q.data, dt, (row * job->heads + head) * hd), dt, hd);
-
-    double max = -INFINITY;
-    for (int32_t j = 0; j <= pos; j++) {
-        int64_t off = orin_kv_offset(kv, j, kv_head);
-        orin_cpu_load_f32(kv_row, orin_cpu_elem(kv->k, dt, off), dt, hd);
-        double dot = 0.0;
-        for (int64_t i = 0; i < hd; i++)
-            dot += (double)q[i] * kv_row[i];
-        scores[j] = dot * a->scale;
-        max = scores[j] > max ? scores[j] : max;
-    }
-
-    double sum = 0.0;
-    for (int64_t i = 0; i < hd; i++)
-        acc[i] = 0.0;
-    for (int32_t j = 0; j <= pos; j++) {
-        double p = exp(scores[j] - max);
-        int64_t off = orin_kv_offset(kv, j, kv_head);
-        orin_cpu_load_f32(kv_row, orin_cpu_elem(kv->v, dt, off), dt, hd);
-        sum += p;
-        for (int64_t i = 0; i < hd; i++)
-            acc[i] += p * kv_row[i];
-    }
-
-    for (int64_t i = 0; i < hd; i++)
-        q[i] = (float)(acc[i] / sum);
-    orin_cpu_store_f32(orin_cpu_elem(a->out.data, dt, (row * job->heads + head) * hd), dt, q,
-                       hd);
+    const struct cache_keys ck = {.kv = kv, .kv_head = kv_head};
+    const mha_keys keys = {.k = kv->k, .v = kv->v, .offset = cache_offset, .ctx = &ck,
+                           .len = (int64_t)pos + 1};
+    const int64_t at = (row * job->heads + head) * hd;
+    mha_attend(orin_cpu_elem(a->q.data, dt, at), orin_cpu_elem(a->out.data, dt, at), &keys, hd,
+               a->scale, dt, job->scratch + (size_t)worker * job->scratch_doubles);
     return 0;
 }
 
@@ -151,6 +179,17 @@ static int64_t segment_of(const full_job *job, int64_t row)
     return lo;
 }
 
+/* Key j of a segment starting at token `first`, one kv head of [n, Hkv, hd]. */
+struct seg_keys {
+    int64_t first, kv_heads, kv_head, hd;
+};
+
+static int64_t seg_offset(const void *ctx, int64_t j)
+{
+    const struct seg_keys *c = ctx;
+    return ((c->first + j) * c->kv_heads + c->kv_head) * c->hd;
+}
+
 /* One (query row, head): task = row * heads + head; as mha_task, over the
  * keys of the row's segment. */
 static int full_task(void *ctx, int worker, int64_t task)
@@ -162,39 +201,13 @@ static int full_task(void *ctx, int worker, int64_t task)
     const int64_t kv_head = head / job->group, seg = segment_of(job, row);
     const int64_t first = job->cu[seg], len = job->cu[seg + 1] - first;
 
-    /* scratch: the output accumulator, the scores, then q and a k/v row as f32 */
-    double *acc = job->scratch + (size_t)worker * job->scratch_doubles;
-    double *scores = acc + hd;
-    float *q = (float *)(scores + len), *kv_row = q + hd;
-
-    orin_cpu_load_f32(q, orin_cpu_elem(a->q.data, dt, (row * job->heads + head) * hd), dt, hd);
-    double max = -INFINITY;
-    for (int64_t j = 0; j < len; j++) {
-        int64_t off = ((first + j) * job->kv_heads + kv_head) * hd;
-        orin_cpu_load_f32(kv_row, orin_cpu_elem(a->k.data, dt, off), dt, hd);
-        double dot = 0.0;
-        for (int64_t i = 0; i < hd; i++)
-            dot += (double)q[i] * kv_row[i];
-        scores[j] = dot * a->scale;
-        max = scores[j] > max ? scores[j] : max;
-    }
-
-    double sum = 0.0;
-    for (int64_t i = 0; i < hd; i++)
-        acc[i] = 0.0;
-    for (int64_t j = 0; j < len; j++) {
-        double p = exp(scores[j] - max);
-        int64_t off = ((first + j) * job->kv_heads + kv_head) * hd;
-        orin_cpu_load_f32(kv_row, orin_cpu_elem(a->v.data, dt, off), dt, hd);
-        sum += p;
-        for (int64_t i = 0; i < hd; i++)
-            acc[i] += p * kv_row[i];
-    }
-
-    for (int64_t i = 0; i < hd; i++)
-        q[i] = (float)(acc[i] / sum);
-    orin_cpu_store_f32(orin_cpu_elem(a->out.data, dt, (row * job->heads + head) * hd), dt, q,
-                       hd);
+    const struct seg_keys sk = {.first = first, .kv_heads = job->kv_heads, .kv_head = kv_head,
+                                .hd = hd};
+    const mha_keys keys = {.k = a->k.data, .v = a->v.data, .offset = seg_offset, .ctx = &sk,
+                           .len = len};
+    const int64_t at = (row * job->heads + head) * hd;
+    mha_attend(orin_cpu_elem(a->q.data, dt, at), orin_cpu_elem(a->out.data, dt, at), &keys, hd,
+               a->scale, dt, job->scratch + (size_t)worker * job->scratch_doubles);
     return 0;
 }
 
