@@ -110,16 +110,22 @@ static void rope_inv_freq(float *inv_freq, int64_t half, int64_t hd, float theta
     }
 }
 
-/* x1' = x1 cos - x2 sin, x2' = x2 cos + x1 sin, each product rounded to f32
- * first as in transformers' (x * cos) + (rotate_half(x) * sin). */
-static void rope_row(float *row, const float *cos_t, const float *sin_t, int64_t half)
+/* cpu.h: x1' = x1 cos - x2 sin, x2' = x2 cos + x1 sin. */
+void cpu_rope_token(const orin_tensor *x, orin_dtype dt, int64_t i, const float *cos_t,
+                    const float *sin_t, float *row)
 {
-    for (int64_t j = 0; j < half; j++) {
-        float x1 = row[j], x2 = row[j + half];
-        float x1c = x1 * cos_t[j], x2s = x2 * sin_t[j];
-        float x2c = x2 * cos_t[j], x1s = x1 * sin_t[j];
-        row[j] = x1c - x2s;
-        row[j + half] = x2c + x1s;
+    const int64_t heads = x->shape[1], hd = x->shape[2], half = hd / 2;
+    for (int64_t h = 0; h < heads; h++) {
+        void *p = orin_cpu_elem(x->data, dt, (i * heads + h) * hd);
+        orin_cpu_load_f32(row, p, dt, hd);
+        for (int64_t j = 0; j < half; j++) {
+            float x1 = row[j], x2 = row[j + half];
+            float x1c = x1 * cos_t[j], x2s = x2 * sin_t[j];
+            float x2c = x2 * cos_t[j], x1s = x1 * sin_t[j];
+            row[j] = x1c - x2s;
+            row[j + half] = x2c + x1s;
+        }
+        orin_cpu_store_f32(p, dt, row, hd);
     }
 }
 
@@ -129,7 +135,7 @@ int cpu_rope(const orin_exec *ex, const orin_rope_args *a, orin_dtype dt)
     if (orin_check_rope(label, ex, a, CPU, dt) ||
         orin_cpu_check_positions(label, &a->positions, INT32_MAX, "a position", NULL))
         return -1;
-    int64_t n = a->x.shape[0], heads = a->x.shape[1], hd = a->x.shape[2];
+    int64_t n = a->x.shape[0], hd = a->x.shape[2];
 
     int64_t half = hd / 2;
     float *buf = malloc((3 * (size_t)half + (size_t)hd) * sizeof(float));
@@ -145,12 +151,7 @@ int cpu_rope(const orin_exec *ex, const orin_rope_args *a, orin_dtype dt)
             cos_t[j] = (float)cos((double)angle);
             sin_t[j] = (float)sin((double)angle);
         }
-        for (int64_t h = 0; h < heads; h++) {
-            void *x = orin_cpu_elem(a->x.data, dt, (i * heads + h) * hd);
-            orin_cpu_load_f32(row, x, dt, hd);
-            rope_row(row, cos_t, sin_t, half);
-            orin_cpu_store_f32(x, dt, row, hd);
-        }
+        cpu_rope_token(&a->x, dt, i, cos_t, sin_t, row);
     }
     free(buf);
     return 0;

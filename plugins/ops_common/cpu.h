@@ -37,4 +37,11 @@ int cpu_w_tile_workers(const orin_exec *ex, int64_t tiles);
 int cpu_x_block(const orin_tensor *x, orin_dtype dt, int64_t r0, int64_t n, int64_t in,
                 int block_rows, float *buf, const float **xt);
 
+/* Token i of x [n, heads, hd] rotated in place by cos_t/sin_t [hd / 2]
+ * (rotate-half; each product rounded to f32 first, as transformers'
+ * (x * cos) + (rotate_half(x) * sin)), through `row` (hd floats of scratch):
+ * rope's and rope.table's arithmetic. */
+void cpu_rope_token(const orin_tensor *x, orin_dtype dt, int64_t i, const float *cos_t,
+                    const float *sin_t, float *row);
+
 #endif

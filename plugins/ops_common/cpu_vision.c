@@ -91,38 +91,20 @@ int cpu_gelu(const orin_exec *ex, const orin_gelu_args *a, orin_dtype dt)
 
 /* ---- rope.table ---- */
 
-/* The rotation of rope (cpu.c), each product rounded to f32 first as in
- * transformers' (x * cos) + (rotate_half(x) * sin). */
-static void rope_table_row(float *row, const float *cos_t, const float *sin_t, int64_t half)
-{
-    for (int64_t j = 0; j < half; j++) {
-        const float x1 = row[j], x2 = row[j + half];
-        const float x1c = x1 * cos_t[j], x2s = x2 * sin_t[j];
-        const float x2c = x2 * cos_t[j], x1s = x1 * sin_t[j];
-        row[j] = x1c - x2s;
-        row[j + half] = x2c + x1s;
-    }
-}
-
 int cpu_rope_table(const orin_exec *ex, const orin_rope_table_args *a, orin_dtype dt)
 {
     const char *label = "rope.table (common)";
     if (orin_check_rope_table(label, ex, a, CPU, dt))
         return -1;
 
-    const int64_t n = a->x.shape[0], heads = a->x.shape[1], hd = a->x.shape[2], half = hd / 2;
+    const int64_t n = a->x.shape[0], hd = a->x.shape[2], half = hd / 2;
     float *row = malloc((size_t)hd * sizeof(float));
     if (!row)
         return orin_error_set("%s: out of memory", label);
     for (int64_t i = 0; i < n; i++) {
         const float *cos_t = (const float *)a->cos.data + i * half;
         const float *sin_t = (const float *)a->sin.data + i * half;
-        for (int64_t h = 0; h < heads; h++) {
-            void *x = orin_cpu_elem(a->x.data, dt, (i * heads + h) * hd);
-            orin_cpu_load_f32(row, x, dt, hd);
-            rope_table_row(row, cos_t, sin_t, half);
-            orin_cpu_store_f32(x, dt, row, hd);
-        }
+        cpu_rope_token(&a->x, dt, i, cos_t, sin_t, row);
     }
     free(row);
     return 0;
