@@ -9,6 +9,7 @@
 #include "orin/registry.h"
 #include "orin/model_config.h"
 #include "orin/ops.h"
+#include "orin/vl_prompt.h"
 
 typedef struct orin_model orin_model;
 
@@ -66,6 +67,36 @@ orin_device *orin_model_device(const orin_model *m);
  * not fit the cache. */
 int orin_model_prefill(orin_model *m, const int32_t *ids, int32_t n, int32_t start_pos,
                        float *logits, bool all_logits);
+
+/* An image of a Qwen3-VL prompt: its pixel_values [rows, cols] (f32, the
+ * preprocessor's layout: orin/image.h) and its grid in patches. */
+typedef struct orin_model_image {
+    const float *pixel_values;
+    int64_t rows, cols;           /* rows = t * h * w */
+    orin_vl_grid grid;
+} orin_model_image;
+
+#define ORIN_MODEL_MAX_IMAGES 256 /* per orin_model_prefill_images call */
+
+/* orin_model_prefill for a Qwen3-VL model with images: ids already hold each
+ * image's <|image_pad|> run (orin_vl_expand_image_pads), the images in the
+ * order of their runs. The vision encoder runs on them; the pad rows of the
+ * input become the image embeddings, the DeepStack features are added after
+ * the first decoder layers, and q/k rotate by the M-RoPE positions of the
+ * sequence (orin_vl_rope_index) while the KV cache takes start_pos.. as
+ * always. The model then keeps the sequence's rope_delta: later prefills and
+ * decode steps rotate at cache position + rope_delta, and a prefill at
+ * start_pos 0 starts a new sequence (rope_delta 0). logits as for
+ * orin_model_prefill; NULL keeps the last row's on the device for
+ * orin_model_sample. No images: orin_model_prefill. A model without a vision
+ * encoder given images fails with one line. */
+int orin_model_prefill_images(orin_model *m, const int32_t *ids, int32_t n, int32_t start_pos,
+                              const orin_model_image *images, int n_images, float *logits,
+                              bool all_logits);
+
+/* The rope position minus the cache position of the tokens that follow the
+ * sequence in the cache (0 but after images, README-vl.md section 9). */
+int32_t orin_model_rope_delta(const orin_model *m);
 
 /* One token at position pos through the decode path; logits [V] (may be NULL:
  * they stay on the device for orin_model_sample). */

@@ -25,6 +25,7 @@
  * matmul.int8); the fused matmul.qkv and matmul.swiglu only where every
  * weight they take is float. */
 #include "model.h"
+#include "qwen3_vl_vision.h"
 
 #include "orin/error.h"
 #include "orin/graph.h"
@@ -33,6 +34,7 @@
 #include "orin/quant.h"
 #include "orin/safetensors.h"
 #include "orin/sampler.h"
+#include "orin/vl_prompt.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -59,6 +61,7 @@ typedef struct qwen_layer {
 /* The ops the model runs, bound once at load. */
 typedef struct qwen_ops {
     const orin_op_impl *embedding, *rmsnorm, *rope, *matmul, *swiglu, *add, *kv_write;
+    const orin_op_impl *rope_table;       /* Qwen3-VL: M-RoPE from host tables */
     const orin_op_impl *attn_prefill, *attn_decode;
     /* The fused ops (orin/ops.h), NULL where no plugin has them for the model's
      * device and dtype or runtime.fused_ops is off: the graph then runs the
@@ -82,6 +85,20 @@ typedef struct sample_block {
 } sample_block;
 
 
+/* The images of one orin_model_prefill_images call, as the graph of each of
+ * its chunks reads them. Sequence index i of the call is an image token when
+ * feature[i] >= 0: its input row is embeds[feature[i]] and DeepStack feature
+ * j adds deepstack[j][feature[i]] after decoder layer j. */
+typedef struct vl_images {
+    const int32_t *feature;               /* host [n]: feature row, or -1 */
+    orin_tensor embeds;                   /* device [T, d]: the merger's output */
+    orin_tensor index;                    /* device i32 [T]: 0..T-1, the ids that pick
+                                             embeds' rows through the embedding op */
+    orin_tensor *deepstack;               /* n_deepstack device [T, d] */
+    int32_t n_deepstack;
+    int32_t chunk0;                       /* sequence index of the chunk's first row */
+} vl_images;
+
 /* Device activation buffers, sized for `rows` tokens (one prefill chunk). */
 typedef struct qwen_buffers {
     int32_t rows;
@@ -95,6 +112,8 @@ typedef struct qwen_buffers {
 
 struct orin_model {
     orin_model_config cfg;
+    const char *prefix;                   /* of the language model's tensors: "model."
+                                             or, in a Qwen3-VL folder, "model.language_model." */
     orin_device *dev;
     orin_dtype dtype;
     int32_t context;
@@ -133,6 +152,20 @@ struct orin_model {
     size_t workspace_size;
     void *staging;                        /* host buffer for non-f32 logits */
     int32_t *host_pos;                    /* host positions of one chunk, [rows] */
+
+    /* Qwen3-VL (cfg.vl.is_vl). The rotary position of a token is not its cache
+     * position: M-RoPE gives image tokens 2-D positions, and the text after an
+     * image continues from the image's largest position + 1 (README-vl.md,
+     * section 9). Prefill with images rotates by host tables (rope.table);
+     * text and decode steps by rope at cache position + rope_delta, all three
+     * position rows being equal there. */
+    orin_vision_encoder *vision;
+    int32_t rope_delta;                   /* of the sequence in the cache */
+    orin_tensor rope_pos;                 /* i32 [rows]: cache position + rope_delta */
+    orin_tensor rope_cos, rope_sin;       /* f32 [rows, head_dim/2]: a chunk's tables */
+    int32_t *host_rope_pos;               /* [rows] */
+    vl_images *img;                       /* during orin_model_prefill_images */
+    const float *host_cos, *host_sin;     /* ... its tables, [n, head_dim/2] */
 };
 
 /* ---- device memory ---------------------------------------------------------- */
@@ -449,7 +482,7 @@ static void assign_formats(orin_model *m)
         layer_linears(&m->cfg, &m->layers[i], table);
         for (size_t t = 0; t < LAYER_LINEARS; t++) {
             char module[160];
-            snprintf(module, sizeof module, "model.layers.%d.%s", i, table[t].module);
+            snprintf(module, sizeof module, "%slayers.%d.%s", m->prefix, i, table[t].module);
             table[t].dst->fmt = layer_format(m, module);
             m->uses_format[table[t].dst->fmt] = true;
         }
@@ -470,12 +503,12 @@ static int load_layer(orin_model *m, const orin_st_archive *ar, const char *dir,
         memset(norms[t].dst, 0, sizeof *norms[t].dst); /* absent: data NULL */
         if (!norms[t].present)
             continue;
-        snprintf(name, sizeof name, "model.layers.%d.%s", i, norms[t].name);
+        snprintf(name, sizeof name, "%slayers.%d.%s", m->prefix, i, norms[t].name);
         if (load_weight(m, ar, dir, name, 1, &norms[t].dim, norms[t].dst) != 0)
             return -1;
     }
     for (size_t t = 0; t < LAYER_LINEARS; t++) {
-        snprintf(name, sizeof name, "model.layers.%d.%s", i, linears[t].module);
+        snprintf(name, sizeof name, "%slayers.%d.%s", m->prefix, i, linears[t].module);
         if (load_linear(m, ar, dir, name, linears[t].out, linears[t].in, linears[t].bias,
                         linears[t].dst) != 0)
             return -1;
@@ -509,13 +542,15 @@ static double weight_bytes_planned(const orin_model *m)
 
 /* Weights of a layer config.json does not have: the config belongs to another
  * model (fewer layers would silently run a truncated network). */
-static int check_layer_count(const orin_st_archive *ar, int32_t n_layers)
+static int check_layer_count(const orin_st_archive *ar, const char *prefix, int32_t n_layers)
 {
+    const size_t plen = strlen(prefix);
     for (size_t i = 0; i < orin_st_count(ar); i++) {
         const orin_st_tensor *t = orin_st_at(ar, i);
         long layer;
         int used = 0;
-        if (sscanf(t->name, "model.layers.%ld.%n", &layer, &used) == 1 && used > 0 &&
+        if (strncmp(t->name, prefix, plen) == 0 &&
+            sscanf(t->name + plen, "layers.%ld.%n", &layer, &used) == 1 && used > 0 &&
             layer >= n_layers)
             return orin_error_set("%s: tensor '%s' is beyond config.json's num_hidden_layers "
                                   "= %d", t->file, t->name, n_layers);
@@ -539,7 +574,9 @@ static int load_lm_head(orin_model *m, const orin_st_archive *ar, const char *di
 {
     const orin_model_config *c = &m->cfg;
     const int64_t vd[2] = {c->vocab_size, c->hidden_size};
-    const char *name = c->tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
+    char name[192];
+    snprintf(name, sizeof name, "%s%s", c->tie_word_embeddings ? m->prefix : "",
+             c->tie_word_embeddings ? "embed_tokens.weight" : "lm_head.weight");
     if (m->lm_head.fmt == ORIN_WEIGHT_INT8)
         return load_int8(m, ar, dir, name, vd[0], vd[1], &m->lm_head.q);
     if (c->tie_word_embeddings) {
@@ -557,11 +594,14 @@ static int load_weights(orin_model *m, const char *dir, bool progress)
     const orin_model_config *c = &m->cfg;
     const int64_t vd[2] = {c->vocab_size, c->hidden_size};
     const int64_t nd[1] = {c->hidden_size};
-    int rc = check_layer_count(ar, c->num_hidden_layers);
+    char embed[192], norm[192];
+    snprintf(embed, sizeof embed, "%sembed_tokens.weight", m->prefix);
+    snprintf(norm, sizeof norm, "%snorm.weight", m->prefix);
+    int rc = check_layer_count(ar, m->prefix, c->num_hidden_layers);
     if (rc == 0)
-        rc = load_weight(m, ar, dir, "model.embed_tokens.weight", 2, vd, &m->embed);
+        rc = load_weight(m, ar, dir, embed, 2, vd, &m->embed);
     if (rc == 0)
-        rc = load_weight(m, ar, dir, "model.norm.weight", 1, nd, &m->final_norm);
+        rc = load_weight(m, ar, dir, norm, 1, nd, &m->final_norm);
     if (rc == 0)
         rc = load_lm_head(m, ar, dir);
     for (int32_t i = 0; rc == 0 && i < c->num_hidden_layers; i++) {
@@ -629,7 +669,8 @@ static void bind_optional_ops(orin_model *m, const orin_model_options *opt)
         {ORIN_OP_ADD_RMSNORM, &m->op.add_rmsnorm, NULL, fused},
         {ORIN_OP_MATMUL_QKV, &m->op.matmul_qkv, NULL, fused},
         {ORIN_OP_MATMUL_SWIGLU, &m->op.matmul_swiglu, NULL, fused},
-        {ORIN_OP_ROPE_KV_WRITE, &m->op.rope_kv_write, &rope_probe, fused},
+        /* one positions tensor for rope and the cache: not for M-RoPE */
+        {ORIN_OP_ROPE_KV_WRITE, &m->op.rope_kv_write, &rope_probe, fused && !c->vl.is_vl},
         {ORIN_OP_SAMPLE_CANDIDATES, &m->op.sample, &sample_probe, off_host},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
@@ -707,10 +748,28 @@ static int bind_ops(orin_model *m, const orin_model_options *opt)
         if (!*table[i].dst)
             return -1;
     }
+    if (m->cfg.vl.is_vl) {
+        orin_bind_request req = {.op = ORIN_OP_ROPE_TABLE, .device = m->dev->kind,
+                                 .dtype = m->dtype, .strict = opt->strict};
+        if (!(m->op.rope_table = orin_registry_bind(opt->registry, &req)))
+            return orin_error_prefix("Qwen3-VL M-RoPE: ");
+    }
     if (bind_quant_ops(m, opt) != 0)
         return -1;
     bind_optional_ops(m, opt);
     return 0;
+}
+
+/* Qwen3-VL: the rotary positions and tables of a chunk (struct orin_model). */
+static int alloc_vl_buffers(orin_model *m, int32_t rows)
+{
+    const int64_t pd[1] = {rows}, td[2] = {rows, m->cfg.head_dim / 2};
+    if (alloc_tensor(m, &m->rope_pos, ORIN_I32, 1, pd, "rope positions") != 0 ||
+        alloc_tensor(m, &m->rope_cos, ORIN_F32, 2, td, "M-RoPE tables") != 0 ||
+        alloc_tensor(m, &m->rope_sin, ORIN_F32, 2, td, "M-RoPE tables") != 0)
+        return -1;
+    m->host_rope_pos = malloc((size_t)rows * sizeof *m->host_rope_pos);
+    return m->host_rope_pos ? 0 : orin_error_set("rope positions: out of memory");
 }
 
 /* One activation buffer: [rows, cols] of dt (cols 0: a vector of rows). */
@@ -897,6 +956,13 @@ static orin_tensor rows2(const orin_tensor *buf, int64_t row0, int64_t n)
     return rows_view(buf, row0, 2, dims);
 }
 
+/* Elements row0..row0+n-1 of a vector. */
+static orin_tensor vec_view(const orin_tensor *buf, int64_t row0, int64_t n)
+{
+    int64_t dims[1] = {n};
+    return rows_view(buf, row0, 1, dims);
+}
+
 static orin_tensor rows1(const orin_tensor *buf, int64_t n)
 {
     int64_t dims[1] = {n};
@@ -1005,9 +1071,31 @@ static void add_qkv(orin_model *m, graph_builder *b, const qwen_layer *L, orin_t
     add_matmul(m, b, h, &L->v, rows2(&bf->v, 0, n), "v_proj");
 }
 
-/* [Qwen3] q/k norms, RoPE on q and k, k and v into the cache. */
+/* RoPE on q and k: by the chunk's M-RoPE tables during a prefill with
+ * images, else at rope_pos. */
+static void add_rope(orin_model *m, graph_builder *b, orin_tensor q, orin_tensor k,
+                     orin_tensor rope_pos, int64_t n)
+{
+    if (m->img) {
+        const int64_t td[2] = {n, m->cfg.head_dim / 2};
+        orin_tensor cos = rows_view(&m->rope_cos, 0, 2, td);
+        orin_tensor sin = rows_view(&m->rope_sin, 0, 2, td);
+        orin_rope_table_args rq = {.x = q, .cos = cos, .sin = sin};
+        orin_rope_table_args rk = {.x = k, .cos = cos, .sin = sin};
+        ADD_NODE(b, m->op.rope_table, rq, "mrope q", 4, &rq.x, &rq.cos, &rq.sin, &rq.x);
+        ADD_NODE(b, m->op.rope_table, rk, "mrope k", 4, &rk.x, &rk.cos, &rk.sin, &rk.x);
+        return;
+    }
+    const float theta = (float)m->cfg.rope_theta;
+    orin_rope_args rq = {.x = q, .positions = rope_pos, .theta = theta};
+    orin_rope_args rk = {.x = k, .positions = rope_pos, .theta = theta};
+    ADD_NODE(b, m->op.rope, rq, "rope q", 2, &rq.x, &rq.x);
+    ADD_NODE(b, m->op.rope, rk, "rope k", 2, &rk.x, &rk.x);
+}
+
+/* [Qwen3] q/k norms, RoPE on q and k, k and v into the cache at pos. */
 static void add_rope_cache(orin_model *m, graph_builder *b, const qwen_layer *L, orin_tensor q,
-                           orin_tensor k, orin_tensor v, orin_tensor pos,
+                           orin_tensor k, orin_tensor v, orin_tensor pos, orin_tensor rope_pos,
                            const orin_kv_view *cache, int64_t n)
 {
     const orin_model_config *c = &m->cfg;
@@ -1031,10 +1119,7 @@ static void add_rope_cache(orin_model *m, graph_builder *b, const qwen_layer *L,
         add_rmsnorm(m, b, qf, &L->q_norm, qf, "q_norm");
         add_rmsnorm(m, b, kf, &L->k_norm, kf, "k_norm");
     }
-    orin_rope_args rq = {.x = q, .positions = pos, .theta = (float)c->rope_theta};
-    orin_rope_args rk = {.x = k, .positions = pos, .theta = (float)c->rope_theta};
-    ADD_NODE(b, m->op.rope, rq, "rope q", 2, &rq.x, &rq.x);
-    ADD_NODE(b, m->op.rope, rk, "rope k", 2, &rk.x, &rk.x);
+    add_rope(m, b, q, k, rope_pos, n);
     orin_kv_write_args kw = {.k = k, .v = v, .positions = pos, .cache = *cache};
     ADD_NODE(b, m->op.kv_write, kw, "kv_write", 4, &kw.k, &kw.v, &kw.k, &kw.v);
 }
@@ -1058,7 +1143,9 @@ static void add_attention_block(orin_model *m, graph_builder *b, int32_t l, int6
     orin_tensor q = rows_view(&bf->q, 0, 3, qh), k = rows_view(&bf->k, 0, 3, kh);
     orin_tensor v = rows_view(&bf->v, 0, 3, kh);
     orin_kv_view cache = orin_kv_cache_view(m->kv, l);
-    add_rope_cache(m, b, L, q, k, v, pos, &cache, n);
+    /* a Qwen3-VL model rotates by its own positions (struct orin_model) */
+    orin_tensor rope_pos = m->cfg.vl.is_vl ? rows1(&m->rope_pos, n) : pos;
+    add_rope_cache(m, b, L, q, k, v, pos, rope_pos, &cache, n);
 
     orin_attention_args at = {
         .q = q,
@@ -1107,6 +1194,38 @@ static bool add_mlp_block(orin_model *m, graph_builder *b, int32_t l, int64_t n)
     return false;
 }
 
+/* During a prefill with images, over the chunk's runs of image tokens: with
+ * layer -1 their input rows become the image embeddings (the embedding op
+ * picking rows of the uploaded embeddings, as masked_scatter does); after
+ * decoder layer `layer` < the DeepStack features, feature `layer` is added to
+ * them (README-vl.md, section 7). */
+static void add_image_rows(orin_model *m, graph_builder *b, int64_t n, int32_t layer)
+{
+    const vl_images *img = m->img;
+    if (!img || layer >= img->n_deepstack)
+        return;
+    for (int64_t r = 0; r < n;) {
+        const int32_t f0 = img->feature[img->chunk0 + r];
+        int64_t len = 1;
+        if (f0 < 0) {
+            r++;
+            continue;
+        }
+        while (r + len < n && img->feature[img->chunk0 + r + len] == f0 + len)
+            len++;
+        orin_tensor x = rows2(&m->buf.x, r, len);
+        if (layer < 0) {
+            orin_embedding_args e = {.table = img->embeds, .ids = vec_view(&img->index, f0, len),
+                                     .out = x};
+            ADD_NODE(b, m->op.embedding, e, "image embeddings", 2, &e.out, &e.out);
+        } else {
+            orin_add_args a = {.a = x, .b = rows2(&img->deepstack[layer], f0, len), .out = x};
+            ADD_NODE(b, m->op.add, a, "deepstack", 3, &a.a, &a.b, &a.out);
+        }
+        r += len;
+    }
+}
+
 /* logits_rows: 0 = none, n = all rows, 1 with n > 1 = the last row only. */
 static int build_graph(orin_model *m, orin_graph *g, int64_t n, bool decode, int32_t max_kv_len,
                        int64_t logits_rows)
@@ -1122,12 +1241,15 @@ static int build_graph(orin_model *m, orin_graph *g, int64_t n, bool decode, int
         .fixed = bytes_of(2, &emb.ids, &emb.out) * 2 - bytes_of(1, &emb.ids),
     };
     ADD_NODE_BYTES(&b, m->op.embedding, emb, "embedding", emb_bytes);
+    add_image_rows(m, &b, n, -1);
     orin_tensor o = rows2(&bf->o, 0, n);
     bool pending = false; /* the last MLP output is not yet added to x */
     for (int32_t l = 0; l < m->cfg.num_hidden_layers; l++) {
         b.layer = l;
         add_attention_block(m, &b, l, n, decode, max_kv_len, pending ? &o : NULL);
         pending = add_mlp_block(m, &b, l, n);
+        /* x + o + feature: the pending o joins x in the next norm */
+        add_image_rows(m, &b, n, l);
     }
     b.layer = -1;
     if (logits_rows > 0) { /* only these rows of x live on: the others' add is skipped */
@@ -1238,6 +1360,8 @@ void orin_model_free(orin_model *m)
         m->dev->ops->graph_destroy(m->dev, m->decode_replay);
     orin_graph_free(m->prefill);
     orin_graph_free(m->decode);
+    orin_vision_free(m->vision);
+    free(m->host_rope_pos);
     orin_kv_cache_free(m->kv);
     if (m->workspace)
         m->dev->ops->free(m->dev, m->workspace);
@@ -1284,6 +1408,27 @@ static int choose_quant(orin_model *m, const orin_model_options *opt)
     return 0;
 }
 
+/* The vision encoder of a Qwen3-VL folder, beside the language model; its
+ * DeepStack features go into the first decoder layers, so there must be as
+ * many. */
+static int load_vision(orin_model *m, const orin_model_options *opt)
+{
+    const orin_vision_options vo = {.path = opt->path, .dtype = m->dtype, .device = m->dev,
+                                    .registry = opt->registry, .strict = opt->strict};
+    if (orin_vision_load(&vo, &m->vision) != 0)
+        return -1;
+    const orin_vision_config *vc = orin_vision_get_config(m->vision);
+    if (vc->n_deepstack > m->cfg.num_hidden_layers)
+        return orin_error_set("%s/config.json: vision_config.deepstack_visual_indexes has %d "
+                              "entries, more than text_config.num_hidden_layers = %d",
+                              opt->path, vc->n_deepstack, m->cfg.num_hidden_layers);
+    if (vc->out_hidden != m->cfg.hidden_size)
+        return orin_error_set("%s/config.json: vision_config.out_hidden_size = %d, "
+                              "text_config.hidden_size = %d", opt->path, vc->out_hidden,
+                              m->cfg.hidden_size);
+    return 0;
+}
+
 int orin_model_load(const orin_model_options *opt, orin_model **out)
 {
     *out = NULL;
@@ -1297,6 +1442,7 @@ int orin_model_load(const orin_model_options *opt, orin_model **out)
     m->dtype = opt->dtype;
     if (orin_model_config_load(opt->path, &m->cfg) != 0 || choose_quant(m, opt) != 0)
         goto fail;
+    m->prefix = m->cfg.vl.is_vl ? "model.language_model." : "model.";
     m->context = choose_context(opt, &m->cfg);
     m->layers = calloc((size_t)m->cfg.num_hidden_layers, sizeof *m->layers);
     if (!m->layers) {
@@ -1321,7 +1467,8 @@ int orin_model_load(const orin_model_options *opt, orin_model **out)
         .head_dim = m->cfg.head_dim,
         .dtype = m->dtype,
     };
-    if (orin_kv_cache_create(m->dev, &kvs, &m->kv) != 0 || alloc_buffers(m, chunk) != 0)
+    if (orin_kv_cache_create(m->dev, &kvs, &m->kv) != 0 || alloc_buffers(m, chunk) != 0 ||
+        (m->cfg.vl.is_vl && (alloc_vl_buffers(m, chunk) != 0 || load_vision(m, opt) != 0)))
         goto fail;
 
     m->prefill = orin_graph_create();
@@ -1412,6 +1559,24 @@ static int upload_step(orin_model *m, const int32_t *ids, int32_t n, int32_t sta
     if (m->dev->ops->copy_h2d(m->dev, m->buf.ids.data, ids, bytes) != 0 ||
         m->dev->ops->copy_h2d(m->dev, m->buf.pos.data, m->host_pos, bytes) != 0)
         return -1;
+    if (!m->cfg.vl.is_vl)
+        return 0;
+    for (int32_t i = 0; i < n; i++)
+        m->host_rope_pos[i] = start_pos + i + m->rope_delta;
+    return m->dev->ops->copy_h2d(m->dev, m->rope_pos.data, m->host_rope_pos, bytes);
+}
+
+/* During a prefill with images: the M-RoPE tables of the chunk at sequence
+ * index done (of the call), len rows. */
+static int upload_tables(orin_model *m, int32_t done, int32_t len)
+{
+    if (!m->img)
+        return 0;
+    const size_t half = (size_t)m->cfg.head_dim / 2, off = (size_t)done * half;
+    const size_t bytes = (size_t)len * half * sizeof(float);
+    if (m->dev->ops->copy_h2d(m->dev, m->rope_cos.data, m->host_cos + off, bytes) != 0 ||
+        m->dev->ops->copy_h2d(m->dev, m->rope_sin.data, m->host_sin + off, bytes) != 0)
+        return -1;
     return 0;
 }
 
@@ -1435,12 +1600,17 @@ static int prefill(orin_model *m, const int32_t *ids, int32_t n, int32_t start_p
 {
     if (check_tokens(m, ids, n, start_pos) != 0)
         return -1;
+    if (start_pos == 0) /* a new sequence */
+        m->rope_delta = 0;
     const int64_t V = m->cfg.vocab_size;
     for (int32_t done = 0; done < n;) {
         int32_t len = n - done < m->buf.rows ? n - done : m->buf.rows;
         bool last = done + len == n;
         int64_t logits_rows = host && all_logits ? len : last && (host || keep_last) ? 1 : 0;
+        if (m->img)
+            m->img->chunk0 = done;
         if (upload_step(m, ids + done, len, start_pos + done) != 0 ||
+            upload_tables(m, done, len) != 0 ||
             build_graph(m, m->prefill, len, false, start_pos + done + len, logits_rows) != 0 ||
             run_graph(m, m->prefill) != 0)
             return -1;
@@ -1461,6 +1631,174 @@ int orin_model_prefill(orin_model *m, const int32_t *ids, int32_t n, int32_t sta
 int orin_model_prefill_on_device(orin_model *m, const int32_t *ids, int32_t n, int32_t start_pos)
 {
     return prefill(m, ids, n, start_pos, NULL, false, true);
+}
+
+/* ---- prefill with images (Qwen3-VL) ------------------------------------------------ */
+
+/* The images' pixel_values one after the other, as orin_vision_encode takes
+ * them, and their grids. */
+static int gather_pixels(const orin_model_image *images, int n_images, float **pixels,
+                         int64_t *rows, orin_vision_grid *vg, orin_vl_grid *lg)
+{
+    int64_t total = 0;
+    for (int i = 0; i < n_images; i++) {
+        if (!images[i].pixel_values || images[i].rows <= 0 || images[i].cols != images[0].cols)
+            return orin_error_set("image %d: pixel_values are missing or shaped otherwise "
+                                  "([%lld, %lld])", i + 1, (long long)images[i].rows,
+                                  (long long)images[i].cols);
+        total += images[i].rows;
+        vg[i] = (orin_vision_grid){images[i].grid.t, images[i].grid.h, images[i].grid.w};
+        lg[i] = images[i].grid;
+    }
+    const size_t cols = (size_t)images[0].cols;
+    *pixels = malloc((size_t)total * cols * sizeof **pixels);
+    if (!*pixels)
+        return orin_error_set("pixel_values: out of memory");
+    int64_t r = 0;
+    for (int i = 0; i < n_images; r += images[i].rows, i++)
+        memcpy(*pixels + (size_t)r * cols, images[i].pixel_values,
+               (size_t)images[i].rows * cols * sizeof **pixels);
+    *rows = total;
+    return 0;
+}
+
+/* The M-RoPE tables of ids[0..n) after start_pos, and the rope_delta the
+ * sequence will have after them. */
+static int vl_tables(orin_model *m, const int32_t *ids, int32_t n, int32_t start_pos,
+                     const orin_vl_grid *grids, int n_images, float *cos, float *sin,
+                     int32_t *delta)
+{
+    int32_t *pos = malloc((size_t)n * 3 * sizeof *pos);
+    if (!pos)
+        return orin_error_set("M-RoPE positions: out of memory");
+    const int32_t base = start_pos == 0 ? 0 : start_pos + m->rope_delta;
+    const orin_mrope mr = orin_mrope_from_config(&m->cfg);
+    int32_t seg_delta = 0;
+    int rc = orin_vl_rope_index(&m->cfg.vl, ids, (size_t)n, grids, (size_t)n_images, pos,
+                                &seg_delta);
+    for (int32_t i = 0; rc == 0 && i < 3 * n; i++)
+        pos[i] += base;
+    if (rc == 0)
+        rc = orin_mrope_tables(&mr, pos, (size_t)n, cos, sin);
+    *delta = (start_pos == 0 ? 0 : m->rope_delta) + seg_delta;
+    free(pos);
+    return rc;
+}
+
+/* Device copies of the encoder's output in the compute dtype: the embeddings,
+ * the DeepStack features and the row index. */
+static int upload_images(orin_model *m, const orin_vision_output *vo, vl_images *img,
+                         void **mem)
+{
+    const int64_t T = vo->tokens, d = m->cfg.hidden_size;
+    const size_t mat = (size_t)(T * d) * orin_dtype_size(m->dtype);
+    const int64_t md[2] = {T, d};
+    *mem = m->dev->ops->alloc(m->dev, mat * (size_t)(1 + vo->n_deepstack) +
+                                          (size_t)T * sizeof(int32_t));
+    int32_t *index = malloc((size_t)T * sizeof *index);
+    int rc = *mem && index ? 0 : orin_error_set("image embeddings: cannot allocate %.1f MiB",
+                                                (double)mat * (1 + vo->n_deepstack) / 1048576.0);
+    char *p = *mem;
+    for (int j = -1; rc == 0 && j < vo->n_deepstack; j++, p += mat) {
+        orin_tensor *t = j < 0 ? &img->embeds : &img->deepstack[j];
+        *t = orin_tensor_make(p, m->dtype, m->dev->kind, 2, md);
+        rc = m->dev->ops->upload(m->dev, p, m->dtype, j < 0 ? vo->embeds : vo->deepstack[j],
+                                 ORIN_F32, (size_t)(T * d));
+    }
+    for (int64_t i = 0; rc == 0 && i < T; i++)
+        index[i] = (int32_t)i;
+    if (rc == 0) {
+        img->index = orin_tensor_make(p, ORIN_I32, m->dev->kind, 1, &T);
+        rc = m->dev->ops->copy_h2d(m->dev, p, index, (size_t)T * sizeof *index);
+    }
+    img->n_deepstack = vo->n_deepstack;
+    free(index);
+    return rc;
+}
+
+/* feature[i]: the image row of sequence index i, -1 for a text token. The
+ * count must be the encoder's (orin_vl_rope_index checked the runs). */
+static int map_features(const orin_model *m, const int32_t *ids, int32_t n, int64_t tokens,
+                        int32_t *feature)
+{
+    int32_t k = 0;
+    for (int32_t i = 0; i < n; i++)
+        feature[i] = ids[i] == m->cfg.vl.image_token_id ? k++ : -1;
+    if (k != tokens)
+        return orin_error_set("the prompt has %d image tokens, its images %lld", k,
+                              (long long)tokens);
+    return 0;
+}
+
+static int prefill_images(orin_model *m, const int32_t *ids, int32_t n, int32_t start_pos,
+                          const orin_model_image *images, int n_images, float *host,
+                          bool all_logits)
+{
+    const size_t half = (size_t)m->cfg.head_dim / 2;
+    orin_vision_grid vg[ORIN_MODEL_MAX_IMAGES];
+    orin_vl_grid lg[ORIN_MODEL_MAX_IMAGES];
+    orin_tensor ds[ORIN_VISION_MAX_DEEPSTACK];
+    vl_images img = {.deepstack = ds};
+    orin_vision_output vo = {0};
+    float *pixels = NULL, *cos = malloc((size_t)n * half * sizeof *cos);
+    float *sin = malloc((size_t)n * half * sizeof *sin);
+    int32_t *feature = malloc((size_t)n * sizeof *feature);
+    void *mem = NULL;
+    int64_t rows = 0;
+    int32_t delta = 0;
+    int rc = cos && sin && feature ? 0 : orin_error_set("images: out of memory");
+    if (rc == 0)
+        rc = check_tokens(m, ids, n, start_pos);
+    if (rc == 0)
+        rc = gather_pixels(images, n_images, &pixels, &rows, vg, lg);
+    if (rc == 0)
+        rc = vl_tables(m, ids, n, start_pos, lg, n_images, cos, sin, &delta);
+    if (rc == 0)
+        rc = orin_vision_encode(m->vision, pixels, rows, images[0].cols, vg, n_images, false,
+                                &vo);
+    if (rc == 0)
+        rc = map_features(m, ids, n, vo.tokens, feature);
+    if (rc == 0)
+        rc = upload_images(m, &vo, &img, &mem);
+    if (rc == 0) {
+        img.feature = feature;
+        m->img = &img;
+        m->host_cos = cos;
+        m->host_sin = sin;
+        rc = prefill(m, ids, n, start_pos, host, all_logits, !host);
+        m->img = NULL;
+        m->host_cos = m->host_sin = NULL;
+    }
+    if (rc == 0)
+        m->rope_delta = delta;
+    if (mem)
+        m->dev->ops->free(m->dev, mem);
+    orin_vision_output_free(&vo);
+    free(pixels);
+    free(cos);
+    free(sin);
+    free(feature);
+    return rc;
+}
+
+int orin_model_prefill_images(orin_model *m, const int32_t *ids, int32_t n, int32_t start_pos,
+                              const orin_model_image *images, int n_images, float *logits,
+                              bool all_logits)
+{
+    if (n_images == 0)
+        return prefill(m, ids, n, start_pos, logits, all_logits, !logits);
+    if (!m->vision)
+        return orin_error_set("%s is not a vision-language model: images need a Qwen3-VL "
+                              "folder", m->cfg.architecture);
+    if (n_images < 0 || n_images > ORIN_MODEL_MAX_IMAGES)
+        return orin_error_set("%d images in one prefill (at most %d)", n_images,
+                              ORIN_MODEL_MAX_IMAGES);
+    return prefill_images(m, ids, n, start_pos, images, n_images, logits, all_logits);
+}
+
+int32_t orin_model_rope_delta(const orin_model *m)
+{
+    return m->rope_delta;
 }
 
 int orin_model_decode(orin_model *m, int32_t id, int32_t pos, float *logits)

@@ -338,6 +338,48 @@ static void test_memory_plan(const char *dir)
           "no room: %s", orin_error());
 }
 
+/* ---- Qwen3-VL folders and images ---- */
+
+/* A VL folder's tensors are named with their own prefix; a text model or a
+ * prompt whose pads do not match takes no images. */
+static void test_vl_errors(const char *dir)
+{
+    CHECK(copy_folder(dir, "qwen3vl-tiny") == 0 &&
+          shard_retype(dir, "model.language_model.layers.1.mlp.up_proj.weight", "[64, 192]",
+                       NULL) == 0);
+    expect_load_error(dir, "VL language tensor", "model.language_model.layers.1.mlp.up_proj",
+                      "[64, 192]");
+    CHECK(copy_folder(dir, "qwen3vl-tiny") == 0 &&
+          shard_retype(dir, "model.visual.blocks.1.mlp.linear_fc1.weight", "[64, 128]",
+                       NULL) == 0);
+    expect_load_error(dir, "VL vision tensor", "model.visual.blocks.1.mlp.linear_fc1", "");
+
+    /* one 2 x 2 image: 1 token */
+    float *pixels = calloc(4 * 1536, sizeof *pixels);
+    const orin_model_image image = {.pixel_values = pixels, .rows = 4, .cols = 1536,
+                                    .grid = {1, 2, 2}};
+    int32_t ids[4] = {3009, 3012, 3010, 5};
+    float *logits = malloc(sizeof(float) * 3072);
+    orin_model *m = NULL;
+    CHECK(copy_model(dir) == 0 && try_load(dir, 32, &m) == 0, "load: %s", orin_error());
+    CHECK(m && orin_model_prefill_images(m, ids, 4, 0, &image, 1, logits, false) != 0 &&
+              strstr(orin_error(), "not a vision-language model"),
+          "text model with an image: %s", orin_error());
+    orin_model_free(m);
+    m = NULL;
+    CHECK(copy_folder(dir, "qwen3vl-tiny") == 0 && try_load(dir, 32, &m) == 0, "load: %s",
+          orin_error());
+    ids[1] = 5; /* no pad left */
+    CHECK(m && orin_model_prefill_images(m, ids, 4, 0, &image, 1, logits, false) != 0,
+          "an image without its pads");
+    ids[1] = 3012;
+    CHECK(m && orin_model_prefill_images(m, ids, 4, 0, &image, 1, logits, false) == 0,
+          "still usable: %s", orin_error());
+    orin_model_free(m);
+    free(logits);
+    free(pixels);
+}
+
 int main(void)
 {
     reg = orin_registry_create();
@@ -386,6 +428,7 @@ int main(void)
 
     test_memory_plan(dir);
     test_awq_errors(dir);
+    test_vl_errors(dir);
     CHECK(copy_model(dir) == 0);
 
     /* Calls that do not fit: errors before any work, and the model stays usable. */

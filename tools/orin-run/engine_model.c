@@ -78,10 +78,10 @@ static int check_model_dir(const char *path)
     return why ? -1 : 0;
 }
 
-/* A Qwen3-VL folder's config.json parses (its language model is a Qwen3),
- * but the model loader knows only the text models' tensor names and there is
- * no vision runner yet: say so rather than report a missing tensor. A config
- * that does not parse is left to the model loader's error. */
+/* A Qwen3-VL folder loads (orin_model_prefill_images runs its images), but
+ * orin-run has no way to pass an image yet (--image): say so rather than run
+ * it as a text model. A config that does not parse is left to the model
+ * loader's error. */
 static int check_not_vl(const char *path)
 {
     orin_model_config mc;
