@@ -263,15 +263,37 @@ static void test_plugin_dir(void)
     CHECK(chdir("/") == 0);
 }
 
-/* A Qwen3-VL folder: its config parses, but orin-run has no vision runner yet
- * and says so, rather than naming a tensor the text loader cannot find. */
+/* A Qwen3-VL folder runs a text prompt as a text model would; --image
+ * errors: a text model, a missing file, a folder without the processor's
+ * settings, the wrong mode, a bad --max-pixels. */
 static void test_vl_folder(void)
 {
-    char args[PATH_MAX + 128];
-    snprintf(args, sizeof args, "--config '%s/etc/orin.ini' -p hi --set model.path='%s/models/"
-             "qwen3vl-tiny'", ORIN_SOURCE_DIR, ORIN_TEST_DATA);
-    EXPECT(args, STDERR_ONLY, 2, "qwen3vl-tiny", "Qwen3VLForConditionalGeneration",
-           "does not run vision-language models");
+    char args[4 * PATH_MAX], vl[PATH_MAX], text[PATH_MAX], img[PATH_MAX];
+    snprintf(vl, sizeof vl, "--config '%s/etc/orin.ini' --set generate.max_tokens=2 "
+             "--set model.path='%s/models/qwen3vl-tiny'", ORIN_SOURCE_DIR, ORIN_TEST_DATA);
+    snprintf(text, sizeof text, "--config '%s/etc/orin.ini' --set generate.max_tokens=2",
+             ORIN_SOURCE_DIR);
+    snprintf(img, sizeof img, "%s/vision/image1.png", ORIN_TEST_DATA);
+    snprintf(args, sizeof args, "%s -p hi", vl);
+    EXPECT(args, STDERR_ONLY, 0, "[prompt ", "generated 2 tokens");
+    snprintf(args, sizeof args, "%s -p hi --image '%s'", text, img);
+    EXPECT(args, STDERR_ONLY, 1, "image1.png", "Qwen3ForCausalLM",
+           "not a vision-language model");
+    snprintf(args, sizeof args, "%s -p hi --image /nonexistent/cat.png", vl);
+    EXPECT(args, STDERR_ONLY, 3, "/nonexistent/cat.png");
+    snprintf(args, sizeof args, "%s -p hi --image '%s/models/qwen3vl-tiny/config.json'", vl,
+             ORIN_TEST_DATA);
+    EXPECT(args, STDERR_ONLY, 3, "config.json");
+    snprintf(args, sizeof args, "%s --score '%s' --image '%s'", vl, img, img);
+    EXPECT(args, STDERR_ONLY, 1, "--image works when generating", "--score");
+    snprintf(args, sizeof args, "%s --tokenize '%s' --image '%s'", vl, img, img);
+    EXPECT(args, STDERR_ONLY, 1, "--image works when generating", "--tokenize");
+    snprintf(args, sizeof args, "%s -p hi --max-pixels -5 --image '%s'", vl, img);
+    EXPECT(args, STDERR_ONLY, 1, "generate.max_pixels");
+    snprintf(args, sizeof args, "%s -p hi --set generate.chat=false --image '%s'", vl, img);
+    EXPECT(args, STDERR_ONLY, 1, "generate.chat");
+    snprintf(args, sizeof args, "%s -p hi --set generate.imag=x", vl);
+    EXPECT(args, STDERR_ONLY, 1, "generate.image");
 }
 
 int main(int argc, char **argv)

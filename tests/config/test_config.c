@@ -197,6 +197,11 @@ static void test_errors(void)
     EXPECT_ERROR("[gen]\ntop_k = 3\n", "t.ini:2", "unknown section [gen]",
                  "did you mean generate.top_k?");
     EXPECT_ERROR("[xyzzy]\nfoo = 3\n", "t.ini:2", "unknown section [xyzzy]", "sections:");
+    EXPECT_ERROR("[generate]\nimages = a.png\n", "t.ini:2", "did you mean generate.image?");
+    EXPECT_ERROR("[generate]\nimage = a.png,,b.png\n", "t.ini:2", "generate.image",
+                 "empty name in the list");
+    EXPECT_ERROR("[generate]\nmax_pixels = -1\n", "t.ini:2", "generate.max_pixels",
+                 "out of range");
     EXPECT_ERROR("[generate]\n\ntop_kk = 3\n", "t.ini:3", "generate.top_kk", "'3'",
                  "unknown key in [generate]", "did you mean generate.top_k?");
     EXPECT_ERROR("[generate]\ntpo_p = 0.5\n", "did you mean generate.top_p?");
@@ -437,8 +442,12 @@ static void test_round_trip(void)
     const char *ini = "[generate]\nprompt = semi\\; x \\\\n\\n\\t end\n"
                       "system = sys\ntemperature = 0.123456789\ntop_p = 0.3\nseed = 12345678901234\n"
                       "[score]\npath = decode\n[model]\ndtype = f16\npath = /m\nquant = int8\n"
-                      "quant_lm_head = yes\n";
+                      "quant_lm_head = yes\n[generate]\nimage = a.png , /abs/b.png,c.png\n";
+    char images[3 * PATH_MAX];
     CHECK(load_text("r.ini", ini, NULL, 0) == 0, "%s", orin_error());
+    /* generate.image: each item of the list resolved against the INI's folder. */
+    snprintf(images, sizeof images, "%s/a.png, /abs/b.png, %s/c.png", tmp, tmp);
+    CHECK(!strcmp(cfg.generate.image, images), "'%s'", cfg.generate.image);
     first = cfg;
     int len = orin_config_write(&cfg, text, sizeof text);
     CHECK(len > 0 && (size_t)len == strlen(text), "%d", len);
@@ -453,10 +462,12 @@ static void test_round_trip(void)
     CHECK(!strcmp(cfg.model.path, "/m"));
     CHECK(cfg.model.quant == ORIN_LOAD_QUANT_INT8 && cfg.model.quant_lm_head);
 
-    /* Every key is written, and the written file sets all 31 of them. */
+    CHECK(!strcmp(cfg.generate.image, images), "'%s'", cfg.generate.image);
+
+    /* Every key is written, and the written file sets all 33 of them. */
     char names[64][64];
     int n = key_names(text, names, 64);
-    CHECK(n == 31, "%d keys written", n);
+    CHECK(n == 33, "%d keys written", n);
     for (int i = 0; i < n; i++) {
         char sec[64], *dot;
         snprintf(sec, sizeof sec, "%s", names[i]);

@@ -23,6 +23,8 @@ typedef struct orin_cli {
     const char *argv0;          /* for locating the default plugin folder */
     const char *score_file;     /* --score FILE */
     const char *tokenize_file;  /* --tokenize FILE */
+    const char **images;        /* --image FILE, in order (replace generate.image) */
+    int n_images;
     bool list_plugins;          /* --list-plugins */
     bool bench;                 /* --bench */
     bool json;                  /* --json: machine-readable stats / bench */

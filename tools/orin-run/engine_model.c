@@ -78,24 +78,6 @@ static int check_model_dir(const char *path)
     return why ? -1 : 0;
 }
 
-/* A Qwen3-VL folder loads (orin_model_prefill_images runs its images), but
- * orin-run has no way to pass an image yet (--image): say so rather than run
- * it as a text model. A config that does not parse is left to the model
- * loader's error. */
-static int check_not_vl(const char *path)
-{
-    orin_model_config mc;
-    if (orin_model_config_load(path, &mc) != 0) {
-        orin_error_clear();
-        return 0;
-    }
-    if (!mc.vl.is_vl)
-        return 0;
-    fprintf(stderr, "orin-run: model.path = '%s': a %s folder: orin-run does not run "
-                    "vision-language models yet\n", path, mc.architecture);
-    return -1;
-}
-
 int engine_open_model(orin_engine *e, const orin_cli *cli)
 {
     const orin_config *cfg = &cli->cfg;
@@ -104,7 +86,7 @@ int engine_open_model(orin_engine *e, const orin_cli *cli)
                         "--set model.path=DIR (a Hugging Face model folder)\n");
         return ORIN_EXIT_USAGE;
     }
-    if (check_model_dir(cfg->model.path) || check_not_vl(cfg->model.path))
+    if (check_model_dir(cfg->model.path))
         return ORIN_EXIT_LOAD;
     int code = engine_open_plugins(e, cli);
     if (code != ORIN_EXIT_OK)

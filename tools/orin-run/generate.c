@@ -96,7 +96,9 @@ int generator_init(generator *g, orin_engine *e, const orin_cli *cli)
     sampling_settings(cfg, &gc, &sp);
     g->sampler = orin_sampler_create(&sp);
     g->cached = malloc((size_t)g->context * sizeof *g->cached);
-    if (!g->sampler || !g->cached)
+    g->cached_image = malloc((size_t)g->context * sizeof *g->cached_image);
+    g->vl = mc->vl.is_vl ? &mc->vl : NULL;
+    if (!g->sampler || !g->cached || !g->cached_image)
         return orin_error_set("generate: out of memory");
     return 0;
 }
@@ -106,6 +108,7 @@ void generator_free(generator *g)
     orin_chat_template_free(g->tpl);
     orin_sampler_free(g->sampler);
     free(g->cached);
+    free(g->cached_image);
     memset(g, 0, sizeof *g);
 }
 
@@ -140,26 +143,91 @@ static int reply_append(reply *r, const char *s, size_t n, bool stream)
     return 0;
 }
 
-/* Prefills the part of ids the cache does not hold: the cache keeps its
- * longest common prefix with ids (at least one token is always recomputed, for
- * its logits). */
-static int prefill_new(generator *g, const int32_t *ids, int32_t n, reply *r)
+/* How many leading tokens of ids (image serials in image[], NULL: text only)
+ * the cache holds already: the longest common prefix, tokens and images both
+ * (the pads of two images are the same id), leaving at least one token to
+ * recompute for its logits. The model keeps one rope_delta, that of the whole
+ * cached sequence: continuing after the prefix is right only when no image
+ * of the cache lies past it, else everything is prefilled again. */
+static int32_t reusable_prefix(const generator *g, const int32_t *ids, const int32_t *image,
+                               int32_t n)
 {
     int32_t keep = 0;
-    while (keep < g->n_cached && keep < n - 1 && g->cached[keep] == ids[keep])
+    while (keep < g->n_cached && keep < n - 1 && g->cached[keep] == ids[keep] &&
+           g->cached_image[keep] == (image ? image[keep] : 0))
         keep++;
+    for (int32_t i = keep; i < g->n_cached; i++)
+        if (g->cached_image[i])
+            return 0;
+    /* The vision encoder takes whole images: never start inside a run. */
+    if (image && keep > 0 && image[keep] && image[keep] == image[keep - 1])
+        return 0;
+    return keep;
+}
+
+/* Prefills the part of ids the cache does not hold, with the images whose
+ * pads lie in it. */
+static int prefill_new(generator *g, const int32_t *ids, const int32_t *image, int32_t n,
+                       const prompt_images *pi, reply *r)
+{
+    int32_t keep = reusable_prefix(g, ids, image, n);
+    int first = 0; /* the first image whose pads are not in the kept prefix */
+    while (pi && keep > 0 && first < pi->n) {
+        int32_t i = 0;
+        while (i < keep && image[i] != pi->serials[first])
+            i++;
+        if (i == keep)
+            break;
+        first++;
+    }
     r->prefilled = n - keep;
-    if (orin_model_prefill_on_device(g->model, ids + keep, n - keep, keep) != 0)
+    int n_images = pi ? pi->n - first : 0;
+    int rc = n_images > 0 ? orin_model_prefill_images(g->model, ids + keep, n - keep, keep,
+                                                      pi->images + first, n_images, NULL, false)
+                          : orin_model_prefill_on_device(g->model, ids + keep, n - keep, keep);
+    if (rc != 0)
         return -1;
     memcpy(g->cached, ids, (size_t)n * sizeof *ids);
+    for (int32_t i = 0; i < n; i++)
+        g->cached_image[i] = image ? image[i] : 0;
     g->n_cached = n;
     return 0;
 }
 
-int generator_reply(generator *g, const int32_t *ids, size_t n_ids,
-                    volatile sig_atomic_t *stop_flag, reply *r)
+/* Expands the pads of the prompt's images (each to its token count) and
+ * marks every pad with its image's serial. */
+static int expand_images(const generator *g, const int32_t *ids, size_t n_ids,
+                         const prompt_images *pi, int32_t **out, size_t *n_out, int32_t **image)
 {
-    memset(r, 0, sizeof *r);
+    orin_vl_grid grids[ORIN_MODEL_MAX_IMAGES];
+    if (!g->vl)
+        return orin_error_set("images need a vision-language model");
+    if (pi->n > ORIN_MODEL_MAX_IMAGES)
+        return orin_error_set("%d images in one prompt (at most %d)", pi->n,
+                              ORIN_MODEL_MAX_IMAGES);
+    for (int k = 0; k < pi->n; k++)
+        grids[k] = pi->images[k].grid;
+    if (orin_vl_expand_image_pads(g->vl, ids, n_ids, grids, (size_t)pi->n, out, n_out) != 0)
+        return -1;
+    *image = malloc((*n_out ? *n_out : 1) * sizeof **image);
+    if (!*image)
+        return orin_error_set("generate: out of memory");
+    /* The expansion checked that the pads are exactly the images' tokens. */
+    int k = -1;
+    int64_t left = 0; /* pads of image k still to come */
+    for (size_t i = 0; i < *n_out; i++) {
+        bool pad = (*out)[i] == g->vl->image_token_id;
+        if (pad && left == 0)
+            left = orin_vl_image_tokens(&grids[++k], g->vl->spatial_merge_size);
+        left -= pad;
+        (*image)[i] = pad ? pi->serials[k] : 0;
+    }
+    return 0;
+}
+
+static int reply_tokens(generator *g, const int32_t *ids, size_t n_ids, const int32_t *image,
+                        const prompt_images *pi, volatile sig_atomic_t *stop_flag, reply *r)
+{
     r->text = calloc(1, 1);
     orin_detokenizer *dt = orin_detokenizer_new(g->tok, ORIN_DECODE_SKIP_SPECIAL);
     if (!r->text || !dt) {
@@ -178,7 +246,7 @@ int generator_reply(generator *g, const int32_t *ids, size_t n_ids,
     }
     r->prompt_tokens = (int32_t)n_ids;
     double t0 = orin_seconds();
-    if (prefill_new(g, ids, (int32_t)n_ids, r) != 0)
+    if (prefill_new(g, ids, image, (int32_t)n_ids, pi, r) != 0)
         goto out;
     r->prefill_s = orin_seconds() - t0;
 
@@ -212,6 +280,7 @@ int generator_reply(generator *g, const int32_t *ids, size_t n_ids,
         }
         if (orin_model_decode(g->model, id, g->n_cached, NULL) != 0)
             goto out;
+        g->cached_image[g->n_cached] = 0;
         g->cached[g->n_cached++] = id;
     }
     const char *tail;
@@ -226,6 +295,26 @@ out:
     return rc;
 }
 
+int generator_reply(generator *g, const int32_t *ids, size_t n_ids, const prompt_images *pi,
+                    volatile sig_atomic_t *stop_flag, reply *r)
+{
+    memset(r, 0, sizeof *r);
+    int32_t *expanded = NULL, *image = NULL;
+    if (pi && pi->n > 0) {
+        if (expand_images(g, ids, n_ids, pi, &expanded, &n_ids, &image) != 0) {
+            free(expanded);
+            return -1;
+        }
+        ids = expanded;
+    } else {
+        pi = NULL;
+    }
+    int rc = reply_tokens(g, ids, n_ids, image, pi, stop_flag, r);
+    free(expanded);
+    free(image);
+    return rc;
+}
+
 static const char *stop_name(stop_reason s)
 {
     switch (s) {
@@ -237,6 +326,15 @@ static const char *stop_name(stop_reason s)
     return "?";
 }
 
+/* The image part of the stats line, "" for a turn without images. */
+static void image_stats(const reply *r, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    if (r->images > 0)
+        snprintf(buf, cap, ", %d image%s: preprocess %.1f ms, vision+prefill %.1f ms",
+                 r->images, r->images == 1 ? "" : "s", r->prep_s * 1e3, r->prefill_s * 1e3);
+}
+
 void generator_print_stats(const generator *g, const reply *r, bool json)
 {
     double prefill_tps = r->prefill_s > 0 ? r->prefilled / r->prefill_s : 0;
@@ -246,15 +344,18 @@ void generator_print_stats(const generator *g, const reply *r, bool json)
         fprintf(stderr,
                 "{\"prompt_tokens\": %d, \"prefilled_tokens\": %d, \"prefill_tok_s\": %.2f, "
                 "\"ttft_ms\": %.2f, \"generated_tokens\": %d, \"decode_tok_s\": %.2f, "
-                "\"stop\": \"%s\"}\n",
+                "\"stop\": \"%s\", \"images\": %d, \"image_preprocess_ms\": %.2f, "
+                "\"vision_prefill_ms\": %.2f}\n",
                 r->prompt_tokens, r->prefilled, prefill_tps, r->first_token_s * 1e3, r->generated,
-                decode_tps, stop_name(r->stop));
+                decode_tps, stop_name(r->stop), r->images, r->prep_s * 1e3, r->prefill_s * 1e3);
     } else {
+        char images[128];
+        image_stats(r, images, sizeof images);
         fprintf(stderr,
-                "[prompt %d tokens (%d new), prefill %.1f tok/s, first token %.1f ms, "
+                "[prompt %d tokens (%d new)%s, prefill %.1f tok/s, first token %.1f ms, "
                 "generated %d tokens, decode %.1f tok/s, stop: %s]\n",
-                r->prompt_tokens, r->prefilled, prefill_tps, r->first_token_s * 1e3, r->generated,
-                decode_tps, stop_name(r->stop));
+                r->prompt_tokens, r->prefilled, images, prefill_tps, r->first_token_s * 1e3,
+                r->generated, decode_tps, stop_name(r->stop));
     }
     (void)g;
 }

@@ -19,6 +19,8 @@ typedef enum opt_id {
     OPT_CONFIG,
     OPT_SET,
     OPT_PROMPT,
+    OPT_IMAGE,
+    OPT_MAX_PIXELS,
     OPT_INTERACTIVE,
     OPT_LIST_PLUGINS,
     OPT_TOKENIZE,
@@ -44,6 +46,8 @@ static const opt_def options[] = {
     {"config", 0, true, OPT_CONFIG},
     {"set", 0, true, OPT_SET},
     {"prompt", 'p', true, OPT_PROMPT},
+    {"image", 0, true, OPT_IMAGE},
+    {"max-pixels", 0, true, OPT_MAX_PIXELS},
     {"interactive", 'i', false, OPT_INTERACTIVE},
     {"list-plugins", 0, false, OPT_LIST_PLUGINS},
     {"tokenize", 0, true, OPT_TOKENIZE},
@@ -81,6 +85,12 @@ static void print_help(void)
         "  --set S.K=VALUE     set key K of section S after FILE; repeatable, applied\n"
         "                      in order (also --set=S.K=VALUE)\n"
         "  -p, --prompt TEXT   the same as --set generate.prompt=TEXT\n"
+        "  --image FILE        an image (JPEG, PNG) for the user turn, before the text;\n"
+        "                      repeatable; replaces generate.image; a vision-language\n"
+        "                      model folder (Qwen3-VL). In a chat, /image FILE adds one\n"
+        "                      to the next turn\n"
+        "  --max-pixels N      the same as --set generate.max_pixels=N: images larger\n"
+        "                      than N pixels are resized down to at most N\n"
         "  -i, --interactive   the same as --set generate.interactive=true\n"
         "  --json              machine-readable output (--list-plugins, --bench, stats)\n"
         "  --verbose-prompt    print the rendered prompt on stderr before generating\n"
@@ -217,6 +227,11 @@ static int apply_option(orin_cli *cli, parse_state *ps, const opt_def *o, const 
         break;
     case OPT_PROMPT:
         return add_override(ps, "generate.prompt=", value) ? ORIN_EXIT_RUNTIME : -1;
+    case OPT_MAX_PIXELS:
+        return add_override(ps, "generate.max_pixels=", value) ? ORIN_EXIT_RUNTIME : -1;
+    case OPT_IMAGE:
+        cli->images[cli->n_images++] = value;
+        break;
     case OPT_INTERACTIVE:
         ps->overrides[ps->n_overrides++] = "generate.interactive=true";
         break;
@@ -308,7 +323,8 @@ int main(int argc, char **argv)
     cli.argv0 = argv[0];
     ps.overrides = calloc((size_t)argc + 1, sizeof *ps.overrides);
     ps.owned = calloc((size_t)argc + 1, sizeof *ps.owned);
-    if (!ps.overrides || !ps.owned) {
+    cli.images = calloc((size_t)argc + 1, sizeof *cli.images);
+    if (!ps.overrides || !ps.owned || !cli.images) {
         fprintf(stderr, "orin-run: out of memory\n");
         rc = ORIN_EXIT_RUNTIME;
         goto out;
@@ -316,6 +332,11 @@ int main(int argc, char **argv)
     rc = parse_args(argc, argv, &cli, &ps);
     if (rc >= 0)
         goto out;
+    if (cli.n_images > 0 && ps.mode != OPT_GENERATE) {
+        rc = usage_error("--image works when generating (one prompt or -i), not with %s",
+                         ps.mode_arg);
+        goto out;
+    }
 
     orin_log_set_level(cli.verbose ? ORIN_LOG_DEBUG : ORIN_LOG_INFO);
     if (orin_config_load(&cli.cfg, ps.config_path, ps.overrides, ps.n_overrides)) {
@@ -329,5 +350,6 @@ out:
         free(ps.owned[i]);
     free(ps.owned);
     free(ps.overrides);
+    free(cli.images);
     return rc;
 }

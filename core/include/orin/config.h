@@ -66,6 +66,8 @@ typedef struct orin_config {
         float presence_penalty;           /* 0 = off, default 0 */
         uint64_t seed;                    /* default 0 */
         bool stream;                      /* default true */
+        char image[ORIN_CONFIG_MAX_STR];  /* comma-separated image paths, resolved; default "" */
+        int32_t max_pixels;               /* >= 0; 0 = the processor's own, default 0 */
     } generate;
 
     struct {

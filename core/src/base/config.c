@@ -64,6 +64,7 @@ enum {
     KEY_ESCAPES = 1u << 0,   /* \n \t \\ \; are decoded */
     KEY_FILE_NAMES = 1u << 1, /* comma-separated file names, no '/' */
     KEY_DEVICE = 1u << 2,     /* also "cuda:N", a GPU by its ordinal */
+    KEY_LIST = 1u << 3,       /* KEY_PATH: comma-separated paths, each resolved */
 };
 
 typedef struct key_def {
@@ -154,6 +155,10 @@ static const key_def keys[] = {
      .doc = "random seed of the sampler"},
     {"generate", "stream", KEY_BOOL, FIELD(generate.stream), .def = "true",
      .doc = "print tokens as they are generated"},
+    {"generate", "image", KEY_PATH, FIELD(generate.image), .flags = KEY_LIST, .def = "",
+     .doc = "comma-separated image files put before the prompt's text (a VL model; --image)"},
+    {"generate", "max_pixels", KEY_INT, FIELD(generate.max_pixels), INT_RANGE(0, INT32_MAX),
+     .def = "0", .doc = "cap on the image processor's max_pixels; 0 = the model folder's"},
 
     {"score", "path", KEY_ENUM, FIELD(score.path), .choices = score_paths, .def = "prefill",
      .doc = "--score runs the tokens through prefill (one pass) or decode (one at a time)"},
@@ -393,6 +398,35 @@ static int set_path(orin_config *cfg, const key_def *k, const char *value, const
     return store_string(cfg, k, joined, value, origin);
 }
 
+/* A KEY_LIST path key: each comma-separated item trimmed and resolved as
+ * set_path resolves one, then joined again with ", " (so that the value
+ * written back reads the same). */
+static int set_path_list(orin_config *cfg, const key_def *k, const char *value,
+                         const char *base, const char *origin)
+{
+    char out[2 * ORIN_CONFIG_MAX_STR + 2];
+    size_t len = 0;
+    for (const char *s = value; *s;) {
+        size_t n = strcspn(s, ",");
+        const char *start = s, *end = s + n;
+        while (start < end && isspace((unsigned char)*start))
+            start++;
+        while (end > start && isspace((unsigned char)end[-1]))
+            end--;
+        if (start == end)
+            return key_error(origin, k, value, "empty name in the list");
+        bool relative = *start != '/' && base && *base;
+        int w = snprintf(out + len, sizeof out - len, "%s%s%s%.*s", len ? ", " : "",
+                         relative ? base : "", relative ? "/" : "", (int)(end - start), start);
+        if (w < 0 || (size_t)w >= sizeof out - len)
+            return key_error(origin, k, value, "too long once resolved");
+        len += (size_t)w;
+        s += n + (s[n] == ',');
+    }
+    out[len] = '\0';
+    return store_string(cfg, k, out, value, origin);
+}
+
 static int set_bool(orin_config *cfg, const key_def *k, const char *value, const char *origin)
 {
     static const char *const yes[] = {"true", "yes", "on", "1"};
@@ -520,7 +554,9 @@ static int set_value(orin_config *cfg, const key_def *k, const char *value, cons
 {
     switch (k->type) {
     case KEY_STRING: return set_string(cfg, k, value, origin);
-    case KEY_PATH: return set_path(cfg, k, value, base, origin);
+    case KEY_PATH:
+        return k->flags & KEY_LIST ? set_path_list(cfg, k, value, base, origin)
+                                   : set_path(cfg, k, value, base, origin);
     case KEY_BOOL: return set_bool(cfg, k, value, origin);
     case KEY_INT: return set_int(cfg, k, value, origin);
     case KEY_U64: return set_u64(cfg, k, value, origin);
@@ -576,7 +612,9 @@ int orin_config_set(orin_config *cfg, const char *section, const char *key, cons
 {
     char cwd[ORIN_CONFIG_MAX_STR] = "";
     const key_def *k = find_key(section, key);
-    if (k && k->type == KEY_PATH && *value && value[0] != '/' && current_dir(cwd, sizeof cwd, origin))
+    /* A list may hold relative paths after an absolute one. */
+    bool relative = k && k->type == KEY_PATH && *value && (value[0] != '/' || k->flags & KEY_LIST);
+    if (relative && current_dir(cwd, sizeof cwd, origin))
         return -1;
     return set_with_base(cfg, section, key, value, cwd, origin);
 }
