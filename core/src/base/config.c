@@ -349,23 +349,31 @@ static int unescape(const key_def *k, const char *value, char *out, const char *
     return 0;
 }
 
+/* The comma-separated item at *s, trimmed of spaces, as [*start, *end);
+ * *s moves past it and its comma. */
+static void next_list_item(const char **s, const char **start, const char **end)
+{
+    const size_t n = strcspn(*s, ",");
+    *start = *s;
+    *end = *s + n;
+    while (*start < *end && isspace((unsigned char)**start))
+        (*start)++;
+    while (*end > *start && isspace((unsigned char)(*end)[-1]))
+        (*end)--;
+    *s += n + ((*s)[n] == ',');
+}
+
 static int check_file_names(const key_def *k, const char *value, const char *origin)
 {
-    const char *s = value;
-    while (*s) {
-        size_t n = strcspn(s, ",");
-        const char *start = s, *end = s + n;
-        while (start < end && isspace((unsigned char)*start))
-            start++;
-        while (end > start && isspace((unsigned char)end[-1]))
-            end--;
+    for (const char *s = value; *s;) {
+        const char *start, *end;
+        next_list_item(&s, &start, &end);
         if (start == end)
             return key_error(origin, k, value, "empty name in the list");
         if (memchr(start, '/', (size_t)(end - start)))
             return key_error(origin, k, value,
                              "'%.*s' is a path; list file names in plugins.dir",
                              (int)(end - start), start);
-        s += n + (s[n] == ',');
     }
     return 0;
 }
@@ -407,12 +415,8 @@ static int set_path_list(orin_config *cfg, const key_def *k, const char *value,
     char out[2 * ORIN_CONFIG_MAX_STR + 2];
     size_t len = 0;
     for (const char *s = value; *s;) {
-        size_t n = strcspn(s, ",");
-        const char *start = s, *end = s + n;
-        while (start < end && isspace((unsigned char)*start))
-            start++;
-        while (end > start && isspace((unsigned char)end[-1]))
-            end--;
+        const char *start, *end;
+        next_list_item(&s, &start, &end);
         if (start == end)
             return key_error(origin, k, value, "empty name in the list");
         bool relative = *start != '/' && base && *base;
@@ -421,7 +425,6 @@ static int set_path_list(orin_config *cfg, const key_def *k, const char *value,
         if (w < 0 || (size_t)w >= sizeof out - len)
             return key_error(origin, k, value, "too long once resolved");
         len += (size_t)w;
-        s += n + (s[n] == ',');
     }
     out[len] = '\0';
     return store_string(cfg, k, out, value, origin);
