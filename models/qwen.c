@@ -215,49 +215,12 @@ static int upload_converted(orin_model *m, const orin_st_tensor *src, orin_tenso
     return 0;
 }
 
-/* The tensor `name`, its shape checked against what config.json implies;
- * NULL with the error set when it is missing or shaped otherwise. */
-static const orin_st_tensor *find_shaped(const orin_st_archive *ar, const char *model_dir,
-                                         const char *name, int ndim, const int64_t *dims)
-{
-    const orin_st_tensor *st = orin_st_find(ar, name);
-    if (!st) {
-        orin_error_set("%s: missing tensor '%s'", model_dir, name);
-        return NULL;
-    }
-    char have[96], want[96];
-    bool same = st->ndim == ndim;
-    for (int i = 0; same && i < ndim; i++)
-        same = st->shape[i] == dims[i];
-    if (!same) {
-        orin_error_set("%s: tensor '%s' has shape %s, config.json implies %s", st->file, name,
-                       orin_shape_str(have, sizeof have, st->ndim, st->shape),
-                       orin_shape_str(want, sizeof want, ndim, dims));
-        return NULL;
-    }
-    return st;
-}
-
-/* find_shaped, and a float dtype (F32, F16 or BF16). */
-static const orin_st_tensor *find_float(const orin_st_archive *ar, const char *model_dir,
-                                        const char *name, int ndim, const int64_t *dims)
-{
-    const orin_st_tensor *st = find_shaped(ar, model_dir, name, ndim, dims);
-    if (st && (!st->dtype_known ||
-               (st->dtype != ORIN_F32 && st->dtype != ORIN_F16 && st->dtype != ORIN_BF16))) {
-        orin_error_set("%s: tensor '%s' has dtype %s; expected F32, F16 or BF16", st->file,
-                       name, st->dtype_name);
-        return NULL;
-    }
-    return st;
-}
-
 /* Finds `name`, checks its shape against what config.json implies and its
  * dtype, then uploads it in the compute dtype. */
 static int load_weight(orin_model *m, const orin_st_archive *ar, const char *model_dir,
                        const char *name, int ndim, const int64_t *dims, orin_tensor *out)
 {
-    const orin_st_tensor *st = find_float(ar, model_dir, name, ndim, dims);
+    const orin_st_tensor *st = orin_st_find_float(ar, model_dir, name, ndim, dims);
     return st ? upload_converted(m, st, out) : -1;
 }
 
@@ -265,7 +228,7 @@ static int load_weight(orin_model *m, const orin_st_archive *ar, const char *mod
 static int load_packed(orin_model *m, const orin_st_archive *ar, const char *model_dir,
                        const char *name, orin_dtype dt, const int64_t dims[2], orin_tensor *out)
 {
-    const orin_st_tensor *st = find_shaped(ar, model_dir, name, 2, dims);
+    const orin_st_tensor *st = orin_st_find_shaped(ar, model_dir, name, 2, dims);
     if (!st)
         return -1;
     if (!st->dtype_known || st->dtype != dt)
@@ -341,7 +304,7 @@ static int load_int8(orin_model *m, const orin_st_archive *ar, const char *model
                      const char *name, int64_t out, int64_t in, orin_qweight *q)
 {
     const int64_t dims[2] = {out, in};
-    const orin_st_tensor *st = find_float(ar, model_dir, name, 2, dims);
+    const orin_st_tensor *st = orin_st_find_float(ar, model_dir, name, 2, dims);
     if (!st)
         return -1;
     const int32_t group = orin_int8_group_size(in);

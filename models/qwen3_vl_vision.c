@@ -212,35 +212,6 @@ static void *enc_alloc(orin_vision_encoder *e, size_t bytes, const char *what)
     return e->allocs[e->n_allocs++] = p;
 }
 
-/* The float tensor `name` of the shape config.json implies (stored dims
- * sdims[0..sndim)), or NULL with the error naming it. */
-static const orin_st_tensor *find_weight(const orin_st_archive *ar, const char *dir,
-                                         const char *name, int sndim, const int64_t *sdims)
-{
-    const orin_st_tensor *st = orin_st_find(ar, name);
-    if (!st) {
-        orin_error_set("%s: missing tensor '%s'", dir, name);
-        return NULL;
-    }
-    bool same = st->ndim == sndim;
-    for (int i = 0; same && i < sndim; i++)
-        same = st->shape[i] == sdims[i];
-    if (!same) {
-        char have[96], want[96];
-        orin_error_set("%s: tensor '%s' has shape %s, config.json implies %s", st->file, name,
-                       orin_shape_str(have, sizeof have, st->ndim, st->shape),
-                       orin_shape_str(want, sizeof want, sndim, sdims));
-        return NULL;
-    }
-    if (!st->dtype_known ||
-        (st->dtype != ORIN_F32 && st->dtype != ORIN_F16 && st->dtype != ORIN_BF16)) {
-        orin_error_set("%s: tensor '%s' has dtype %s; expected F32, F16 or BF16", st->file, name,
-                       st->dtype_name);
-        return NULL;
-    }
-    return st;
-}
-
 /* PREFIX + name, stored as sdims, uploaded in the compute dtype as a tensor of
  * dims[0..ndim) (the same elements: a 5-D convolution weight as its matrix). */
 static int load_as(orin_vision_encoder *e, const orin_st_archive *ar, const char *dir,
@@ -250,7 +221,7 @@ static int load_as(orin_vision_encoder *e, const orin_st_archive *ar, const char
     char full[192];
     if ((size_t)snprintf(full, sizeof full, PREFIX "%s", name) >= sizeof full)
         return orin_error_set("%s: tensor name too long", name);
-    const orin_st_tensor *st = find_weight(ar, dir, full, sndim, sdims);
+    const orin_st_tensor *st = orin_st_find_float(ar, dir, full, sndim, sdims);
     if (!st)
         return -1;
     *out = orin_tensor_make(NULL, e->dtype, e->dev->kind, ndim, dims);
@@ -336,7 +307,7 @@ static int load_merger(orin_vision_encoder *e, const orin_st_archive *ar, const 
 static int load_pos_table(orin_vision_encoder *e, const orin_st_archive *ar, const char *dir)
 {
     const int64_t dims[2] = {e->cfg.num_position_embeddings, e->cfg.hidden};
-    const orin_st_tensor *st = find_weight(ar, dir, PREFIX "pos_embed.weight", 2, dims);
+    const orin_st_tensor *st = orin_st_find_float(ar, dir, PREFIX "pos_embed.weight", 2, dims);
     if (!st)
         return -1;
     size_t n = (size_t)(dims[0] * dims[1]);

@@ -46,6 +46,14 @@ void orin_st_close(orin_st_archive *ar);
 
 /* NULL when absent (no error set). */
 const orin_st_tensor *orin_st_find(const orin_st_archive *ar, const char *name);
+/* The tensor `name` of model folder `model_dir`, its shape checked against
+ * dims[0..ndim) (what config.json implies); NULL with one error naming it when
+ * it is missing or shaped otherwise. */
+const orin_st_tensor *orin_st_find_shaped(const orin_st_archive *ar, const char *model_dir,
+                                          const char *name, int ndim, const int64_t *dims);
+/* orin_st_find_shaped, and a float dtype (F32, F16 or BF16). */
+const orin_st_tensor *orin_st_find_float(const orin_st_archive *ar, const char *model_dir,
+                                         const char *name, int ndim, const int64_t *dims);
 size_t orin_st_count(const orin_st_archive *ar);
 const orin_st_tensor *orin_st_at(const orin_st_archive *ar, size_t i);
 

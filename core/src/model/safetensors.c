@@ -11,6 +11,7 @@
 #include "orin/safetensors.h"
 #include "orin/error.h"
 #include "orin/file.h"
+#include "orin/tensor.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -576,4 +577,40 @@ size_t orin_st_count(const orin_st_archive *ar)
 const orin_st_tensor *orin_st_at(const orin_st_archive *ar, size_t i)
 {
     return i < ar->n_entries ? &ar->entries[i].t : NULL;
+}
+
+/* safetensors.h */
+const orin_st_tensor *orin_st_find_shaped(const orin_st_archive *ar, const char *model_dir,
+                                          const char *name, int ndim, const int64_t *dims)
+{
+    const orin_st_tensor *st = orin_st_find(ar, name);
+    if (!st) {
+        orin_error_set("%s: missing tensor '%s'", model_dir, name);
+        return NULL;
+    }
+    char have[96], want[96];
+    bool same = st->ndim == ndim;
+    for (int i = 0; same && i < ndim; i++)
+        same = st->shape[i] == dims[i];
+    if (!same) {
+        orin_error_set("%s: tensor '%s' has shape %s, config.json implies %s", st->file, name,
+                       orin_shape_str(have, sizeof have, st->ndim, st->shape),
+                       orin_shape_str(want, sizeof want, ndim, dims));
+        return NULL;
+    }
+    return st;
+}
+
+/* safetensors.h */
+const orin_st_tensor *orin_st_find_float(const orin_st_archive *ar, const char *model_dir,
+                                         const char *name, int ndim, const int64_t *dims)
+{
+    const orin_st_tensor *st = orin_st_find_shaped(ar, model_dir, name, ndim, dims);
+    if (st && (!st->dtype_known ||
+               (st->dtype != ORIN_F32 && st->dtype != ORIN_F16 && st->dtype != ORIN_BF16))) {
+        orin_error_set("%s: tensor '%s' has dtype %s; expected F32, F16 or BF16", st->file,
+                       name, st->dtype_name);
+        return NULL;
+    }
+    return st;
 }
