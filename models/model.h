@@ -44,6 +44,8 @@ int orin_model_load(const orin_model_options *opt, orin_model **out);
 /* The ops a model binds (NULL-terminated): a device can run the model when the
  * registry has each of them there, and orin_model_quant_op's. */
 extern const char *const orin_model_ops[];
+/* And those a Qwen3-VL model binds besides (M-RoPE, the vision encoder). */
+extern const char *const orin_model_vl_ops[];
 /* The quantized matmul a model of config c needs (quantization_config, or
  * load_quant = the options' quant), or NULL for float weights. */
 const char *orin_model_quant_op(const orin_model_config *c, orin_weight_format load_quant);

@@ -582,6 +582,10 @@ const char *const orin_model_ops[] = {
     ORIN_OP_ADD, ORIN_OP_KV_WRITE, ORIN_OP_ATTENTION_PREFILL, ORIN_OP_ATTENTION_DECODE, NULL,
 };
 
+const char *const orin_model_vl_ops[] = {
+    ORIN_OP_ROPE_TABLE, ORIN_OP_LAYERNORM, ORIN_OP_GELU, ORIN_OP_ATTENTION_FULL, NULL,
+};
+
 /* A call struct shaped like the model's attention calls (no data), so that a
  * provider without a kernel for this head_dim or group size can decline it at
  * bind time (orin_op_impl.supports) instead of failing at the first step. */

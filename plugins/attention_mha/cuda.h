@@ -16,6 +16,11 @@ extern "C" {
 int mha_cuda_attention(const orin_exec *ex, const orin_attention_args *a, orin_dtype dt,
                        bool decode);
 
+/* attention.full: no workspace; cu_seqlens stays in device memory, unread
+ * by the host (a row its values do not frame comes out NaN). */
+int mha_cuda_attention_full(const orin_exec *ex, const orin_attention_full_args *a,
+                            orin_dtype dt);
+
 /* Workspace (bytes): the scores, f32 [n, H, max_kv_len]. */
 size_t mha_cuda_workspace_size(const orin_attention_args *a);
 

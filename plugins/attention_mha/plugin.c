@@ -56,6 +56,10 @@ ENTRIES(ORIN_BF16, bf16)
         if (!args)                                                                  \
             return orin_error_set("attention.decode (mha): no arguments");          \
         return mha_cuda_attention(ex, args, dt, true);                              \
+    }                                                                               \
+    static int cuda_full_##suffix(const orin_exec *ex, const void *args)            \
+    {                                                                               \
+        return mha_cuda_attention_full(ex, args, dt);                               \
     }
 
 CUDA_ENTRIES(ORIN_F32, f32)
@@ -68,7 +72,8 @@ static size_t cuda_workspace(const void *args)
 }
 
 /* The grid is (n, H), the workspace [n, H, max_kv_len]: nothing follows the
- * position, so decode is graph-safe. Every head_dim runs. */
+ * position, so decode is graph-safe. Every head_dim runs. attention.full
+ * needs no workspace (and reads cu_seqlens on the device only). */
 #define CUDA_IMPLS(dt, suffix)                                                      \
     {                                                                               \
         .op = ORIN_OP_ATTENTION_PREFILL, .provider = "mha",                         \
@@ -80,6 +85,11 @@ static size_t cuda_workspace(const void *args)
         .device = ORIN_DEVICE_CUDA, .dtype = dt, .run = cuda_decode_##suffix,       \
         .workspace_size = cuda_workspace,                                           \
         .flags = ORIN_OP_REFERENCE | ORIN_OP_GRAPH_SAFE,                            \
+    },                                                                              \
+    {                                                                               \
+        .op = ORIN_OP_ATTENTION_FULL, .provider = "mha",                            \
+        .device = ORIN_DEVICE_CUDA, .dtype = dt, .run = cuda_full_##suffix,         \
+        .flags = ORIN_OP_REFERENCE,                                                 \
     }
 #endif
 
@@ -107,5 +117,5 @@ static int register_ops(orin_registry *reg)
 
 ORIN_PLUGIN_DEFINE("attention_mha", "0.1.0",
                    "reference attention: scores materialised, softmax, P.V (" MHA_DEVICES
-                   ": f32, f16, bf16); attention.full (cpu)",
+                   ": f32, f16, bf16), attention.full too",
                    register_ops)

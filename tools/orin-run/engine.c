@@ -110,18 +110,24 @@ static bool registry_has(const orin_registry *reg, const char *op, orin_device_k
     return false;
 }
 
-/* The quantized matmul the model of model.path needs (its config.json's
- * quantization_config, or model.quant), NULL for float weights or when the
+/* What the model of model.path needs beyond orin_model_ops: its quantized
+ * matmul (config.json's quantization_config, or model.quant; NULL for float
+ * weights) and, for a Qwen3-VL model, orin_model_vl_ops. False when the
  * folder cannot be read (loading the model says why later). */
-static const char *model_quant_op(const orin_config *cfg)
+static bool model_needs(const orin_config *cfg, const char **quant_op, bool *vl)
 {
     orin_model_config mc;
+    *quant_op = NULL;
+    *vl = false;
     if (!cfg->model.path[0] || orin_model_config_load(cfg->model.path, &mc) != 0) {
         orin_error_clear();
-        return NULL;
+        return false;
     }
-    return orin_model_quant_op(&mc, cfg->model.quant == ORIN_LOAD_QUANT_INT8 ? ORIN_WEIGHT_INT8
-                                                                             : ORIN_WEIGHT_FLOAT);
+    *quant_op = orin_model_quant_op(&mc, cfg->model.quant == ORIN_LOAD_QUANT_INT8
+                                             ? ORIN_WEIGHT_INT8
+                                             : ORIN_WEIGHT_FLOAT);
+    *vl = mc.vl.is_vl;
+    return true;
 }
 
 /* Whether a loaded plugin runs `op` on cuda in model.dtype; if not, a line at
@@ -136,20 +142,33 @@ static bool runs_on_cuda(const orin_engine *e, const orin_config *cfg, const cha
     return false;
 }
 
+/* Whether the loaded plugins run every op of `ops` on cuda in model.dtype. */
+static bool runs_all_on_cuda(const orin_engine *e, const orin_config *cfg,
+                             const char *const *ops)
+{
+    for (const char *const *op = ops; *op; op++)
+        if (!runs_on_cuda(e, cfg, *op, ORIN_LOG_DEBUG))
+            return false;
+    return true;
+}
+
 /* runtime.device = auto: CUDA when a GPU is visible and the loaded plugins
  * run every op of the model there in model.dtype (its quantized matmul too:
- * that one is said, being the likely reason), else the host. */
+ * that one is said, being the likely reason; a Qwen3-VL model's vision ops
+ * too), else the host. */
 static const char *resolve_device(const orin_engine *e, const orin_config *cfg)
 {
     if (strcmp(cfg->runtime.device, "auto") != 0)
         return cfg->runtime.device;
-    if (!orin_cuda_available())
+    if (!orin_cuda_available() || !runs_all_on_cuda(e, cfg, orin_model_ops))
         return "cpu";
-    for (const char *const *op = orin_model_ops; *op; op++)
-        if (!runs_on_cuda(e, cfg, *op, ORIN_LOG_DEBUG))
-            return "cpu";
-    const char *quant_op = model_quant_op(cfg);
+    const char *quant_op;
+    bool vl;
+    if (!model_needs(cfg, &quant_op, &vl))
+        return "cuda";
     if (quant_op && !runs_on_cuda(e, cfg, quant_op, ORIN_LOG_INFO))
+        return "cpu";
+    if (vl && !runs_all_on_cuda(e, cfg, orin_model_vl_ops))
         return "cpu";
     return "cuda";
 }
