@@ -345,8 +345,24 @@ static int load_weights(orin_vision_encoder *e, const char *dir)
 
 /* ---- ops ---- */
 
+/* A call struct shaped like the encoder's attention calls (no data), for the
+ * attention provider's `supports` (fa2 on cuda runs some head_dims only). */
+static orin_attention_full_args attention_probe(const orin_vision_encoder *e)
+{
+    const int64_t dims[3] = {1, e->cfg.heads, e->cfg.head_dim}, cu_len = 2;
+    const orin_tensor t = orin_tensor_make(NULL, e->dtype, e->dev->kind, 3, dims);
+    return (orin_attention_full_args){
+        .q = t, .k = t, .v = t, .out = t,
+        .cu_seqlens = orin_tensor_make(NULL, ORIN_I32, e->dev->kind, 1, &cu_len),
+        .scale = (float)(1.0 / sqrt((double)e->cfg.head_dim)),
+    };
+}
+
+/* The common ops from whoever has them (the reference first); attention.full
+ * from the attention provider the language model uses, where it has one. */
 static int bind_ops(orin_vision_encoder *e, const orin_vision_options *opt)
 {
+    const orin_attention_full_args probe = attention_probe(e);
     const struct {
         const char *op;
         const orin_op_impl **dst;
@@ -356,8 +372,11 @@ static int bind_ops(orin_vision_encoder *e, const orin_vision_options *opt)
         {ORIN_OP_ROPE_TABLE, &e->op.rope_table}, {ORIN_OP_ATTENTION_FULL, &e->op.attention},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        const bool attention = table[i].dst == &e->op.attention;
         orin_bind_request req = {.op = table[i].op, .device = e->dev->kind, .dtype = e->dtype,
-                                 .strict = opt->strict};
+                                 .strict = opt->strict,
+                                 .provider = attention ? opt->attention : NULL,
+                                 .args = attention ? &probe : NULL};
         *table[i].dst = orin_registry_bind(opt->registry, &req);
         if (!*table[i].dst)
             return orin_error_prefix("vision encoder: ");

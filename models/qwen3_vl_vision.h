@@ -41,6 +41,8 @@ typedef struct orin_vision_options {
     orin_device *device;
     const orin_registry *registry;
     bool strict;                           /* a fallback binding is an error */
+    const char *attention;                 /* attention.full's provider (attention.backend);
+                                              NULL: the reference */
 } orin_vision_options;
 
 /* An image's grid in patches (image_grid_thw): t temporal patches (1 for an

@@ -22,6 +22,13 @@ size_t fa2_cuda_decode_workspace_size(const orin_attention_args *a);
  * reason, and the registry binds another provider. */
 bool fa2_cuda_supports(const void *args, char *why, size_t why_cap);
 
+/* attention.full, f16 and bf16 on tensor cores: the prefill kernel without its
+ * causal mask, each row over its segment (cu_seqlens read on the device only);
+ * head_dim 64, 72 and 128, others declined by fa2_cuda_full_supports. */
+int fa2_cuda_attention_full(const orin_exec *ex, const orin_attention_full_args *a,
+                            orin_dtype dt);
+bool fa2_cuda_full_supports(const void *args, char *why, size_t why_cap);
+
 #ifdef __cplusplus
 }
 #endif

@@ -315,6 +315,8 @@ extern "C" int fa2_cuda_prefill(const orin_exec *ex, const orin_attention_args *
                 .q = a->q.data,
                 .out = a->out.data,
                 .positions = (const int32_t *)a->positions.data,
+                .cu_seqlens = NULL,
+                .segments = 0,
                 .cache = a->cache,
                 .n = (int32_t)n,
                 .heads = (int32_t)heads,
@@ -325,6 +327,7 @@ extern "C" int fa2_cuda_prefill(const orin_exec *ex, const orin_attention_args *
                 .vec16 = fa2_vec16_ok(a, orin_dtype_size(dt)),
             },
         .head_dim = (int)hd,
+        .full = false,
         .config = config,
         .device = ex->device->index,
         .stream = orin_cu_stream(ex),
@@ -350,4 +353,78 @@ extern "C" int fa2_cuda_prefill(const orin_exec *ex, const orin_attention_args *
     return orin_cu_launched(label, dt, "n %lld, heads %lld/%d, head_dim %lld, max_kv_len %d, %s",
                             (long long)n, (long long)heads, a->cache.n_kv_heads, (long long)hd,
                             a->max_kv_len, config >= 0 ? fa2_config_names[config] : "f32 tiles");
+}
+
+// ---- attention.full: the tensor-core kernel without the causal mask ----
+
+extern "C" bool fa2_cuda_full_supports(const void *args, char *why, size_t why_cap)
+{
+    const orin_attention_full_args *a = (const orin_attention_full_args *)args;
+    if (!a || a->q.ndim != 3 || fa2_full_head_dim_ok(a->q.shape[2]))
+        return true;  // a bad call: run's checks report it
+    if (why && why_cap)
+        snprintf(why, why_cap, "head_dim %lld (fa2's attention.full on cuda runs 64, 72 and 128)",
+                 (long long)a->q.shape[2]);
+    return false;
+}
+
+// k and v [n, Hkv, hd] are read through a cache view of them (pos = token),
+// so that the kernel keeps its one K/V address function.
+extern "C" int fa2_cuda_attention_full(const orin_exec *ex, const orin_attention_full_args *a,
+                                       orin_dtype dt)
+{
+    const char *label = "attention.full (fa2)";
+    if (!a)
+        return orin_error_set("%s: no arguments", label);
+    if (orin_check_attention_full(label, ex, a, ORIN_DEVICE_CUDA, dt))
+        return -1;
+    const int64_t n = a->q.shape[0], heads = a->q.shape[1], hd = a->q.shape[2];
+    const int64_t kv_heads = a->k.shape[1], segments = a->cu_seqlens.shape[0] - 1;
+    if (!fa2_full_head_dim_ok(hd))
+        return orin_error_set("%s: head_dim %lld (fa2's attention.full on cuda runs 64, 72 and "
+                              "128)", label, (long long)hd);
+    if (dt != ORIN_F16 && dt != ORIN_BF16)
+        return orin_error_set("%s: dtype %s (the tensor-core kernel runs f16 and bf16)", label,
+                              orin_dtype_name(dt));
+    if ((n + 127) / 128 > 65535 || heads > INT_MAX || segments > INT_MAX)
+        return orin_error_set("%s: %lld tokens x %lld heads is past one launch's grid", label,
+                              (long long)n, (long long)heads);
+    if (n == 0)
+        return 0;
+    const size_t elem = orin_dtype_size(dt);
+    fa2_prefill_launch l = {
+        .p =
+            {
+                .q = a->q.data,
+                .out = a->out.data,
+                .positions = NULL,
+                .cu_seqlens = (const int32_t *)a->cu_seqlens.data,
+                .segments = (int32_t)segments,
+                .cache = {.k = a->k.data, .v = a->v.data, .dtype = dt,
+                          .n_kv_heads = (int32_t)kv_heads, .head_dim = (int32_t)hd,
+                          .pos_stride = kv_heads * hd, .head_stride = hd,
+                          .capacity = (int32_t)n},
+                .n = (int32_t)n,
+                .heads = (int32_t)heads,
+                .group = (int32_t)(heads / kv_heads),
+                .max_kv_len = (int32_t)n,
+                .scale = a->scale,
+                .scale_log2 = a->scale * 1.44269504088896341f,
+                .vec16 = orin_cu_aligned16(a->q.data) && orin_cu_aligned16(a->out.data) &&
+                         orin_cu_aligned16(a->k.data) && orin_cu_aligned16(a->v.data) &&
+                         (hd * elem) % 16 == 0,
+            },
+        .head_dim = (int)hd,
+        .full = true,
+        .config = FA2_Q128_K64_W4,
+        .device = ex->device->index,
+        .stream = orin_cu_stream(ex),
+        .label = label,
+    };
+    int rc = dt == ORIN_F16 ? fa2_prefill_mma_f16(&l) : fa2_prefill_mma_bf16(&l);
+    if (rc)
+        return rc;
+    return orin_cu_launched(label, dt, "n %lld, heads %lld/%lld, head_dim %lld, %lld segments",
+                            (long long)n, (long long)heads, (long long)kv_heads, (long long)hd,
+                            (long long)segments);
 }

@@ -30,8 +30,10 @@ enum fa2_prefill_config {
 struct fa2_prefill_params {
     const void *q;            // [n, H, hd]
     void *out;                // [n, H, hd]
-    const int32_t *positions; // [n], device memory
-    orin_kv_view cache;
+    const int32_t *positions; // [n], device memory (causal prefill)
+    const int32_t *cu_seqlens; // [segments + 1], device memory (attention.full)
+    int32_t segments;
+    orin_kv_view cache;       // attention.full: k, v [n, Hkv, hd] seen as a cache
     int32_t n, heads, group;  // group = H / Hkv
     int32_t max_kv_len;
     float scale;              // f32 kernel: s = q.k * scale, expf
@@ -41,7 +43,8 @@ struct fa2_prefill_params {
 
 struct fa2_prefill_launch {
     fa2_prefill_params p;
-    int head_dim;             // 64 or 128
+    int head_dim;             // 64 or 128; attention.full also 72
+    bool full;                // attention.full: bidirectional within segments
     int config;               // fa2_prefill_config
     int device;               // CUDA ordinal (per-device smem attribute)
     cudaStream_t stream;
@@ -53,6 +56,13 @@ struct fa2_prefill_launch {
 // orin_cu_launched).
 int fa2_prefill_mma_f16(const fa2_prefill_launch *l);
 int fa2_prefill_mma_bf16(const fa2_prefill_launch *l);
+
+// The head dims of attention.full's tensor-core kernel (Qwen3-VL's vision
+// towers have 64 and 72).
+static inline bool fa2_full_head_dim_ok(int64_t hd)
+{
+    return hd == 64 || hd == 72 || hd == 128;
+}
 
 // Grid of both kernels: x = query head, y = Q tile counted from the last. The
 // hardware issues blocks x fastest, so the heaviest tiles (the latest rows: the
@@ -97,6 +107,36 @@ __device__ __forceinline__ void fa2_load_positions(const fa2_prefill_params &p, 
                 pos = -1;
         }
         pos_sm[r] = pos;
+    }
+}
+
+// attention.full: row i0 + r attends the keys [lo, hi) of its segment, found
+// by a binary search of cu_seqlens (device memory, never trusted): last_sm[r]
+// = hi - 1 and lo_sm[r] = lo, or both -1 for a row past n or one the values
+// found do not frame inside 0..n (it reads nothing and is written as NaN).
+template <int BQ, int THREADS>
+__device__ __forceinline__ void fa2_load_segments(const fa2_prefill_params &p, int i0, int *last_sm,
+                                                  int *lo_sm)
+{
+    for (int r = threadIdx.x; r < BQ; r += THREADS) {
+        const int row = i0 + r;
+        int lo = -1, hi = -1;
+        if (row < p.n) {
+            int a = 0, b = p.segments - 1;
+            while (a < b) {
+                const int mid = (a + b + 1) / 2;
+                if (p.cu_seqlens[mid] <= row)
+                    a = mid;
+                else
+                    b = mid - 1;
+            }
+            lo = p.cu_seqlens[a];
+            hi = p.cu_seqlens[a + 1];
+            if (lo < 0 || lo > row || row >= hi || hi > p.n)
+                lo = hi = -1;
+        }
+        last_sm[r] = hi < 0 ? -1 : hi - 1;
+        lo_sm[r] = lo;
     }
 }
 
@@ -163,15 +203,22 @@ __device__ __forceinline__ float fa2_exp2(float x)
 
 // ---- the tensor-core kernel ----
 
-template <int HD, int BQ, int BKV, int WARPS, int STAGES> struct fa2_mma_shape {
+// HD is the smem row width (64 or 128: the swizzle's whole 128-byte periods),
+// HDV <= HD the data's head_dim (a multiple of 8): rows are loaded HDV wide
+// and zero-filled to the next multiple of 16, the width the products run on
+// (KSTEPS k-steps of S = Q K^T, 2 * KSTEPS d-tiles of O); the rest of a row
+// is never read.
+template <int HD, int BQ, int BKV, int WARPS, int STAGES, int HDV = HD> struct fa2_mma_shape {
     static constexpr int THREADS = WARPS * 32;
     static constexpr int MT = BQ / (16 * WARPS);  // 16-row m-tiles per warp
-    static constexpr int CHUNKS = HD / 8;         // 16-byte chunks per row
+    static constexpr int CHUNKS = HD / 8;         // 16-byte chunks per smem row
+    static constexpr int VCHUNKS = HDV / 8;       // of them, chunks of data
+    static constexpr int KSTEPS = (HDV + 15) / 16;
     static constexpr int ROW_BYTES = HD * 2;
     static constexpr int ROW_STEP = THREADS / CHUNKS; // rows one pass of the block copies
     // Q fragments stay in registers when they take at most 32 of them; else
     // they are re-read from shared memory every KV tile.
-    static constexpr bool Q_IN_REGS = MT * HD <= 128;
+    static constexpr bool Q_IN_REGS = MT * KSTEPS * 16 <= 128;
     static constexpr int STAGE_BYTES = 2 * BKV * ROW_BYTES; // K tile, then V tile
     static constexpr int Q_BYTES = BQ * ROW_BYTES;
     // Q in registers: its tile is dead after the prologue, so it borrows the
@@ -181,7 +228,8 @@ template <int HD, int BQ, int BKV, int WARPS, int STAGES> struct fa2_mma_shape {
     static constexpr int KV_OFFSET = Q_ALIASED ? 0 : Q_BYTES;
     static constexpr int SMEM = KV_OFFSET + STAGES * STAGE_BYTES;
 
-    static_assert(HD == 64 || HD == 128, "head_dim 64 or 128");
+    static_assert(HD == 64 || HD == 128, "smem rows of 64 or 128 halves");
+    static_assert(HDV % 8 == 0 && HDV <= HD && HDV > 0, "data head_dim a multiple of 8, <= HD");
     static_assert(MT >= 1 && BQ == MT * 16 * WARPS, "BQ = 16 * MT * WARPS");
     static_assert(BKV % 16 == 0, "BKV a multiple of 16");
     static_assert(THREADS % CHUNKS == 0 && ROW_STEP % 8 == 0,
@@ -228,7 +276,7 @@ __device__ __forceinline__ void fa2_copy16_slow(char *dst, const T *src)
 // Copies the Q tile's rows into shared memory at `dst` (swizzled); rows past
 // n are zero. 16-byte cp.async where vec16, else element-wise; both are
 // complete after cp.async.wait_group and a barrier.
-template <typename T, int BQ, int CHUNKS, int ROW_STEP>
+template <typename T, int BQ, int CHUNKS, int ROW_STEP, int VCHUNKS = CHUNKS>
 __device__ __forceinline__ void fa2_copy_q(char *smem, uint32_t smem_base, int dst, bool vec16,
                                            const T *q_head, int64_t q_ld, int i0, int n)
 {
@@ -237,7 +285,7 @@ __device__ __forceinline__ void fa2_copy_q(char *smem, uint32_t smem_base, int d
     for (int pass = 0; pass < BQ / ROW_STEP; pass++) {
         const int r = c.r0 + pass * ROW_STEP;
         const int off = dst + r * CHUNKS * 16 + c.swz;
-        if (i0 + r >= n) {
+        if (i0 + r >= n || (VCHUNKS < CHUNKS && c.chunk >= VCHUNKS)) {
             *reinterpret_cast<uint4 *>(smem + off) = make_uint4(0, 0, 0, 0);
             continue;
         }
@@ -253,14 +301,17 @@ __device__ __forceinline__ void fa2_copy_q(char *smem, uint32_t smem_base, int d
 // at k_dst, v_dst (swizzled). Positions >= kv_end are zero-filled, never read
 // (they may hold NaN, or lie past the cache). Addresses come from
 // orin_kv_offset, one call per row for K and V alike.
-template <typename T, int BKV, int CHUNKS, int ROW_STEP>
+template <typename T, int BKV, int CHUNKS, int ROW_STEP, int VCHUNKS = CHUNKS>
 __device__ __forceinline__ void fa2_copy_kv(char *smem, uint32_t smem_base, int k_dst, int v_dst,
                                             bool vec16, const orin_kv_view &kv, int kv_head,
                                             int j0, int kv_end)
 {
     const fa2_copy_slot<CHUNKS> c;
-    const T *k = static_cast<const T *>(kv.k) + c.chunk * 8;
-    const T *v = static_cast<const T *>(kv.v) + c.chunk * 8;
+    // A chunk past the data is zero-filled like a row past kv_end (from the
+    // base address, which is valid).
+    const bool data = VCHUNKS == CHUNKS || c.chunk < VCHUNKS;
+    const T *k = static_cast<const T *>(kv.k) + (data ? c.chunk * 8 : 0);
+    const T *v = static_cast<const T *>(kv.v) + (data ? c.chunk * 8 : 0);
     if (vec16) {
 #pragma unroll
         for (int pass = 0; pass < BKV / ROW_STEP; pass++) {
@@ -271,7 +322,7 @@ __device__ __forceinline__ void fa2_copy_kv(char *smem, uint32_t smem_base, int 
             // r * pos_stride out of the KV loop, 2 registers each, and the
             // MT 2 kernels spill. One multiply-add per row here is cheaper.
             asm volatile("" : "+r"(pos));
-            const bool live = pos < kv_end;
+            const bool live = pos < kv_end && data;
             const int64_t e = live ? orin_kv_offset(&kv, pos, kv_head) : 0;
             // src-size 0: zero-fill, nothing read (the base address is valid anyway)
             orin_cu_cp_async16(smem_base + k_dst + off, k + e, live ? 16 : 0);
@@ -281,7 +332,7 @@ __device__ __forceinline__ void fa2_copy_kv(char *smem, uint32_t smem_base, int 
 #pragma unroll 1
         for (int r = c.r0; r < BKV; r += ROW_STEP) {
             const int off = r * CHUNKS * 16 + c.swz;
-            if (j0 + r < kv_end) {
+            if (j0 + r < kv_end && data) {
                 const int64_t e = orin_kv_offset(&kv, j0 + r, kv_head);
                 fa2_copy16_slow(smem + k_dst + off, k + e);
                 fa2_copy16_slow(smem + v_dst + off, v + e);
@@ -337,16 +388,27 @@ __device__ __forceinline__ void fa2_copy_kv(char *smem, uint32_t smem_base, int 
 // position and masks only tiles that cross its rows' smallest one. K/V rows
 // past the block's bound inside the last tile are zero-filled, not loaded:
 // the cache may hold NaN there and P = 0 must not meet it.
-template <typename T, int HD, int BQ, int BKV, int WARPS, int STAGES, int MB_HOPPER, int MB_AMPERE>
+//
+// FULL (attention.full): row i attends the keys [lo, hi) of its segment
+// (fa2_load_segments), K/V being the call's k, v seen as a cache. The KV loop
+// runs from the block's smallest lo to its largest hi - 1 (a Q tile that
+// straddles two segments visits both), warps skip tiles outside their rows'
+// spans, and the mask also drops keys before a row's lo. HDV < HD: see
+// fa2_mma_shape.
+template <typename T, int HD, int BQ, int BKV, int WARPS, int STAGES, int MB_HOPPER, int MB_AMPERE,
+          int HDV = HD, bool FULL = false>
 __global__ void __launch_bounds__(WARPS * 32, FA2_MIN_BLOCKS(MB_HOPPER, MB_AMPERE))
     fa2_prefill_mma_kernel(const __grid_constant__ fa2_prefill_params p)
 {
-    typedef fa2_mma_shape<HD, BQ, BKV, WARPS, STAGES> S;
-    constexpr int MT = S::MT, NT = BKV / 8, DT = HD / 8, RB = S::ROW_BYTES;
+    typedef fa2_mma_shape<HD, BQ, BKV, WARPS, STAGES, HDV> S;
+    constexpr int MT = S::MT, NT = BKV / 8, KSTEPS = S::KSTEPS, DT = 2 * KSTEPS,
+                  RB = S::ROW_BYTES;
 
     extern __shared__ __align__(128) char smem[];
-    __shared__ int pos_sm[BQ];
+    __shared__ int pos_sm[BQ];            // the row's last key (FULL: hi - 1)
+    __shared__ int lo_sm[FULL ? BQ : 1];  // FULL: the row's first key
     __shared__ int warp_max_sm[WARPS];
+    __shared__ int warp_lo_sm[FULL ? WARPS : 1];
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int g = lane / 4, t4 = lane % 4;
@@ -357,34 +419,49 @@ __global__ void __launch_bounds__(WARPS * 32, FA2_MIN_BLOCKS(MB_HOPPER, MB_AMPER
     const uint32_t smem_base = orin_cu_smem_addr(smem);
     const orin_kv_view kv = p.cache;
 
-    // -- positions: the block's KV bound, the warp's span
-    fa2_load_positions<BQ, S::THREADS>(p, i0, pos_sm);
+    // -- positions: the block's KV bounds, the warp's span
+    if constexpr (FULL)
+        fa2_load_segments<BQ, S::THREADS>(p, i0, pos_sm, lo_sm);
+    else
+        fa2_load_positions<BQ, S::THREADS>(p, i0, pos_sm);
     __syncthreads();
-    int warp_max, warp_min;
+    int warp_max, warp_min, warp_lo_max = 0, warp_lo_min = 0;
     fa2_warp_span(pos_sm, wrow0, MT * 16, &warp_max, &warp_min);
-    if (lane == 0)
+    if constexpr (FULL)
+        fa2_warp_span(lo_sm, wrow0, MT * 16, &warp_lo_max, &warp_lo_min);
+    if (lane == 0) {
         warp_max_sm[warp] = warp_max;
+        if constexpr (FULL)
+            warp_lo_sm[warp] = warp_lo_min;
+    }
     __syncthreads();
-    int block_max = -1;
+    int block_max = -1, kv_begin = 0;
 #pragma unroll
     for (int w = 0; w < WARPS; w++)
         block_max = max(block_max, warp_max_sm[w]);
-    const int kv_end = block_max + 1;            // keys [0, kv_end) are read
-    const int tiles = (kv_end + BKV - 1) / BKV;
+    if constexpr (FULL) {
+        kv_begin = INT_MAX;
+#pragma unroll
+        for (int w = 0; w < WARPS; w++)
+            kv_begin = min(kv_begin, warp_lo_sm[w]);
+    }
+    const int kv_end = block_max + 1;            // keys [kv_begin, kv_end) are read
+    const int tiles = kv_end > kv_begin ? (kv_end - kv_begin + BKV - 1) / BKV : 0;
 
     // -- copies into shared memory
     const bool vec16 = p.vec16 != 0;
-    const T *q_head = static_cast<const T *>(p.q) + (int64_t)head * HD;
-    const int64_t q_ld = (int64_t)p.heads * HD;
+    const T *q_head = static_cast<const T *>(p.q) + (int64_t)head * HDV;
+    const int64_t q_ld = (int64_t)p.heads * HDV;
     auto issue_kv = [&](int tile) {
         const int k_dst = S::KV_OFFSET + (tile % STAGES) * S::STAGE_BYTES;
-        fa2_copy_kv<T, BKV, S::CHUNKS, S::ROW_STEP>(smem, smem_base, k_dst, k_dst + BKV * RB,
-                                                    vec16, kv, kv_head, tile * BKV, kv_end);
+        fa2_copy_kv<T, BKV, S::CHUNKS, S::ROW_STEP, S::VCHUNKS>(
+            smem, smem_base, k_dst, k_dst + BKV * RB, vec16, kv, kv_head, kv_begin + tile * BKV,
+            kv_end);
     };
 
     // -- prologue: Q with tile 0 (group 0), tiles 1..STAGES-2 (a group each)
-    fa2_copy_q<T, BQ, S::CHUNKS, S::ROW_STEP>(smem, smem_base, S::Q_OFFSET, vec16, q_head, q_ld, i0,
-                                             p.n);
+    fa2_copy_q<T, BQ, S::CHUNKS, S::ROW_STEP, S::VCHUNKS>(smem, smem_base, S::Q_OFFSET, vec16,
+                                                         q_head, q_ld, i0, p.n);
 #pragma unroll
     for (int s = 0; s < STAGES - 1; s++) {
         if (s < tiles)
@@ -408,14 +485,14 @@ __global__ void __launch_bounds__(WARPS * 32, FA2_MIN_BLOCKS(MB_HOPPER, MB_AMPER
     // Q in registers: read once, after the prologue lands. The loop's first
     // barrier then orders these reads before tile STAGES-1 overwrites the
     // aliased buffer.
-    uint32_t q_frag[S::Q_IN_REGS ? MT : 1][S::Q_IN_REGS ? HD / 16 : 1][4];
+    uint32_t q_frag[S::Q_IN_REGS ? MT : 1][S::Q_IN_REGS ? KSTEPS : 1][4];
     if constexpr (S::Q_IN_REGS) {
         orin_cu_cp_async_wait<STAGES - 2>();
         __syncthreads();
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-            for (int kk = 0; kk < HD / 16; kk++)
+            for (int kk = 0; kk < KSTEPS; kk++)
                 fa2_ldsm_x4(q_base + (q_lane ^ (kk << 5)) + mt * 16 * RB, q_frag[mt][kk]);
     }
 
@@ -446,9 +523,11 @@ __global__ void __launch_bounds__(WARPS * 32, FA2_MIN_BLOCKS(MB_HOPPER, MB_AMPER
             issue_kv(tile + STAGES - 1);
         orin_cu_cp_async_commit();
 
-        const int j0 = tile * BKV;
+        const int j0 = kv_begin + tile * BKV;
         if (j0 > warp_max)
             continue;  // every row of this warp ends before this tile
+        if (FULL && j0 + BKV <= warp_lo_min)
+            continue;  // or starts after it
         const uint32_t k_base = smem_base + S::KV_OFFSET + (tile % STAGES) * S::STAGE_BYTES;
         const uint32_t v_base = k_base + BKV * RB;
         // Opaque copies of the lane offsets: the optimiser would otherwise
@@ -467,7 +546,7 @@ __global__ void __launch_bounds__(WARPS * 32, FA2_MIN_BLOCKS(MB_HOPPER, MB_AMPER
                 for (int e = 0; e < 4; e++)
                     s[mt][nt][e] = 0.0f;
 #pragma unroll
-        for (int kk = 0; kk < HD / 16; kk++) {
+        for (int kk = 0; kk < KSTEPS; kk++) {
             uint32_t qa[MT][4];
 #pragma unroll
             for (int mt = 0; mt < MT; mt++) {
@@ -494,18 +573,20 @@ __global__ void __launch_bounds__(WARPS * 32, FA2_MIN_BLOCKS(MB_HOPPER, MB_AMPER
         // Mask keys past each row's position, where the tile crosses one (the
         // positions are re-read from smem here, rather than held in registers
         // across the loop for the few tiles that need them).
-        if (j0 + BKV - 1 > warp_min) {
+        if (j0 + BKV - 1 > warp_min || (FULL && j0 < warp_lo_max)) {
 #pragma unroll
             for (int mt = 0; mt < MT; mt++) {
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
-                    const int last = pos_sm[wrow0 + mt * 16 + g + 8 * h] - j0 - 2 * t4;
+                    const int row = wrow0 + mt * 16 + g + 8 * h;
+                    const int last = pos_sm[row] - j0 - 2 * t4;
+                    const int first = FULL ? lo_sm[row] - j0 - 2 * t4 : INT_MIN;
 #pragma unroll
                     for (int nt = 0; nt < NT; nt++) {
-                        // key j0 + 8nt + 2t4 + e attends iff 8nt + e <= last
-                        if (nt * 8 > last)
+                        // key j0 + 8nt + 2t4 + e attends iff first <= 8nt + e <= last
+                        if (nt * 8 > last || nt * 8 < first)
                             s[mt][nt][2 * h] = -INFINITY;
-                        if (nt * 8 + 1 > last)
+                        if (nt * 8 + 1 > last || nt * 8 + 1 < first)
                             s[mt][nt][2 * h + 1] = -INFINITY;
                     }
                 }
@@ -555,7 +636,7 @@ __global__ void __launch_bounds__(WARPS * 32, FA2_MIN_BLOCKS(MB_HOPPER, MB_AMPER
 #pragma unroll
         for (int kk = 0; kk < BKV / 16; kk++) {
 #pragma unroll
-            for (int dp = 0; dp < HD / 16; dp++) {
+            for (int dp = 0; dp < KSTEPS; dp++) {
                 uint32_t b[4];  // d-tile 2dp: b[0], b[1]; d-tile 2dp + 1: b[2], b[3]
                 fa2_ldsm_x4_trans(v_base + (vl ^ (dp << 5)) + kk * 16 * RB, b);
 #pragma unroll
@@ -594,9 +675,9 @@ __global__ void __launch_bounds__(WARPS * 32, FA2_MIN_BLOCKS(MB_HOPPER, MB_AMPER
     }
     __syncwarp();  // each warp stores only the rows it wrote
 
-    T *out_head = static_cast<T *>(p.out) + (int64_t)head * HD;
-    for (int idx = lane; idx < MT * 16 * S::CHUNKS; idx += 32) {
-        const int row = wrow0 + idx / S::CHUNKS, chunk = idx % S::CHUNKS;
+    T *out_head = static_cast<T *>(p.out) + (int64_t)head * HDV;
+    for (int idx = lane; idx < MT * 16 * S::VCHUNKS; idx += 32) {
+        const int row = wrow0 + idx / S::VCHUNKS, chunk = idx % S::VCHUNKS;
         if (i0 + row >= p.n)
             break;  // rows only grow with idx
         T *dst = out_head + (int64_t)(i0 + row) * q_ld + chunk * 8;
@@ -619,12 +700,14 @@ __global__ void __launch_bounds__(WARPS * 32, FA2_MIN_BLOCKS(MB_HOPPER, MB_AMPER
 }
 
 // Launches one configuration: sets the smem limit once per device, then the grid.
-template <typename T, int HD, int BQ, int BKV, int WARPS, int STAGES, int MB_HOPPER, int MB_AMPERE>
+template <typename T, int HD, int BQ, int BKV, int WARPS, int STAGES, int MB_HOPPER, int MB_AMPERE,
+          int HDV = HD, bool FULL = false>
 static int fa2_launch_mma(const fa2_prefill_launch *l)
 {
-    typedef fa2_mma_shape<HD, BQ, BKV, WARPS, STAGES> S;
+    typedef fa2_mma_shape<HD, BQ, BKV, WARPS, STAGES, HDV> S;
     static bool smem_set[16];
-    auto kernel = fa2_prefill_mma_kernel<T, HD, BQ, BKV, WARPS, STAGES, MB_HOPPER, MB_AMPERE>;
+    auto kernel =
+        fa2_prefill_mma_kernel<T, HD, BQ, BKV, WARPS, STAGES, MB_HOPPER, MB_AMPERE, HDV, FULL>;
     if (fa2_smem_limit((const void *)kernel, S::SMEM, l->device, smem_set, l->label))
         return -1;
     kernel<<<fa2_prefill_grid(l->p.heads, l->p.n, BQ), S::THREADS, S::SMEM, l->stream>>>(l->p);
@@ -652,8 +735,27 @@ template <typename T, int HD> static int fa2_launch_mma_hd(const fa2_prefill_lau
     return orin_error_set("%s: no tile configuration %d", l->label, l->config);
 }
 
+// attention.full: one configuration, 128-row Q tiles of 4 warps (MT 2), KV
+// tiles of 64, double-buffered (no tile is skipped by a causal mask, so the
+// largest tiles pay); head_dim 72 runs in smem rows of 128.
+template <typename T> static int fa2_launch_full(const fa2_prefill_launch *l)
+{
+    switch (l->head_dim) {
+    case 64:
+        return fa2_launch_mma<T, 64, 128, 64, 4, 2, 1, 1, 64, true>(l);
+    case 72:
+        return fa2_launch_mma<T, 128, 128, 64, 4, 2, 1, 1, 72, true>(l);
+    case 128:
+        return fa2_launch_mma<T, 128, 128, 64, 4, 2, 1, 1, 128, true>(l);
+    }
+    return orin_error_set("%s: head_dim %d (fa2's attention.full on cuda runs 64, 72 and 128)",
+                          l->label, l->head_dim);
+}
+
 template <typename T> static int fa2_launch_mma_dt(const fa2_prefill_launch *l)
 {
+    if (l->full)
+        return fa2_launch_full<T>(l);
     if (l->head_dim == 64)
         return fa2_launch_mma_hd<T, 64>(l);
     if (l->head_dim == 128)

@@ -57,6 +57,16 @@ CUDA_ENTRIES(ORIN_F32, f32)
 CUDA_ENTRIES(ORIN_F16, f16)
 CUDA_ENTRIES(ORIN_BF16, bf16)
 
+static int cuda_full_f16(const orin_exec *ex, const void *args)
+{
+    return fa2_cuda_attention_full(ex, args, ORIN_F16);
+}
+
+static int cuda_full_bf16(const orin_exec *ex, const void *args)
+{
+    return fa2_cuda_attention_full(ex, args, ORIN_BF16);
+}
+
 static size_t cuda_decode_workspace(const void *args)
 {
     return fa2_cuda_decode_workspace_size(args);
@@ -86,6 +96,16 @@ static const orin_op_impl impls[] = {
     CUDA_IMPLS(ORIN_F32, f32),
     CUDA_IMPLS(ORIN_F16, f16),
     CUDA_IMPLS(ORIN_BF16, bf16),
+    /* attention.full (vision encoders): tensor cores only, so f16 and bf16;
+     * f32 and the CPU bind mha's. */
+    {
+        .op = ORIN_OP_ATTENTION_FULL, .provider = "fa2", .device = ORIN_DEVICE_CUDA,
+        .dtype = ORIN_F16, .run = cuda_full_f16, .supports = fa2_cuda_full_supports,
+    },
+    {
+        .op = ORIN_OP_ATTENTION_FULL, .provider = "fa2", .device = ORIN_DEVICE_CUDA,
+        .dtype = ORIN_BF16, .run = cuda_full_bf16, .supports = fa2_cuda_full_supports,
+    },
 #endif
 };
 
@@ -96,5 +116,5 @@ static int register_ops(orin_registry *reg)
 
 ORIN_PLUGIN_DEFINE("attention_fa2", "0.1.0",
                    "FlashAttention-2: Q tiles outer, one normalisation at the end, causal tiles "
-                   "skipped; split-KV decode (cpu, cuda: f32, f16, bf16)",
+                   "skipped; split-KV decode (cpu, cuda: f32, f16, bf16); attention.full (cuda: f16, bf16)",
                    register_ops)
