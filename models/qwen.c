@@ -160,6 +160,7 @@ struct orin_model {
      * text and decode steps by rope at cache position + rope_delta, all three
      * position rows being equal there. */
     orin_vision_encoder *vision;
+    double vision_bytes;                  /* its weights on the device (the memory plan) */
     int32_t rope_delta;                   /* of the sequence in the cache */
     orin_tensor rope_pos;                 /* i32 [rows]: cache position + rope_delta */
     orin_tensor rope_cos, rope_sin;       /* f32 [rows, head_dim/2]: a chunk's tables */
@@ -500,6 +501,7 @@ static double weight_bytes_planned(const orin_model *m)
     }
     const bool head_is_embed = c->tie_word_embeddings && m->lm_head.fmt == ORIN_WEIGHT_FLOAT;
     bytes += (double)V * d * dsize + (double)d * dsize; /* embeddings, final norm */
+    bytes += m->vision_bytes;
     return bytes + (head_is_embed ? 0 : linear_bytes(m, m->lm_head.fmt, V, d, false));
 }
 
@@ -1424,6 +1426,12 @@ int orin_model_load(const orin_model_options *opt, orin_model **out)
         chunk = m->context;
     /* Bind, then check the memory plan, before loading gigabytes: a missing op
      * or a model that does not fit are the cheaper errors. */
+    if (m->cfg.vl.is_vl) {
+        orin_vision_config vc;
+        if (orin_vision_config_read(opt->path, &vc) != 0)
+            goto fail;
+        m->vision_bytes = orin_vision_weight_bytes(&vc, m->dtype);
+    }
     if (bind_ops(m, opt) != 0 || check_memory(m, chunk) != 0 ||
         load_weights(m, opt->path, opt->progress) != 0)
         goto fail;

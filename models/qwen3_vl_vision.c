@@ -343,6 +343,23 @@ static int load_weights(orin_vision_encoder *e, const char *dir)
     return rc ? -1 : 0;
 }
 
+int orin_vision_config_read(const char *dir, orin_vision_config *out)
+{
+    return parse_vision_config(dir, out);
+}
+
+/* Mirrors load_weights: every tensor but the position table (host). */
+double orin_vision_weight_bytes(const orin_vision_config *c, orin_dtype dt)
+{
+    const double d = c->hidden, f = c->intermediate, D = d * c->merge * c->merge;
+    const double k = (double)c->in_channels * c->temporal_patch * c->patch * c->patch;
+    const double block = 4 * d + (3 * d * d + 3 * d) + (d * d + d) + (f * d + f) + (d * f + d);
+    const double merger = (D * D + D) + (c->out_hidden * D + c->out_hidden);
+    const double elems = d * k + d + c->depth * block + (2 * d + merger) +
+                         c->n_deepstack * (2 * D + merger);
+    return elems * (double)orin_dtype_size(dt);
+}
+
 /* ---- ops ---- */
 
 /* A call struct shaped like the encoder's attention calls (no data), for the

@@ -71,6 +71,11 @@ typedef struct orin_vision_encoder orin_vision_encoder;
 /* Reads config.json's vision_config and the model.visual.* weights of
  * opt->path, binds the ops. Errors name the key or the tensor. */
 int orin_vision_load(const orin_vision_options *opt, orin_vision_encoder **out);
+/* Only config.json's vision_config of the folder `dir`. */
+int orin_vision_config_read(const char *dir, orin_vision_config *out);
+/* Bytes the encoder's weights take on the device in dtype `dt` (the memory
+ * plan counts them before anything is loaded). */
+double orin_vision_weight_bytes(const orin_vision_config *c, orin_dtype dt);
 void orin_vision_free(orin_vision_encoder *enc);
 const orin_vision_config *orin_vision_get_config(const orin_vision_encoder *enc);
 

@@ -16,6 +16,7 @@
 
 #include "orin/error.h"
 #include "orin/plugin.h"
+#include "orin/safetensors.h"
 #include "test_util.h"
 
 #include <cjson/cJSON.h>
@@ -230,6 +231,32 @@ static void expect_error(orin_vision_encoder *enc, const image *im, int64_t rows
     CHECK(out.embeds == NULL, "a failed call left an output");
 }
 
+/* The memory plan's count of the encoder's device bytes equals the folder's
+ * model.visual.* tensors (all but the position table, kept on the host) at
+ * the compute dtype's size. */
+static void test_weight_bytes(const orin_vision_encoder *enc, orin_dtype dt)
+{
+    orin_st_archive *ar = NULL;
+    if (orin_st_open_dir(model_dir, &ar) != 0) {
+        CHECK(0, "open %s: %s", model_dir, orin_error());
+        return;
+    }
+    double elems = 0;
+    for (size_t i = 0; i < orin_st_count(ar); i++) {
+        const orin_st_tensor *t = orin_st_at(ar, i);
+        if (strncmp(t->name, "model.visual.", 13) != 0 || strstr(t->name, "pos_embed"))
+            continue;
+        double n = 1;
+        for (int d = 0; d < t->ndim; d++)
+            n *= (double)t->shape[d];
+        elems += n;
+    }
+    orin_st_close(ar);
+    const double want = elems * (double)orin_dtype_size(dt);
+    const double got = orin_vision_weight_bytes(orin_vision_get_config(enc), dt);
+    CHECK(got == want, "vision weight bytes: planned %.0f, the folder's %.0f", got, want);
+}
+
 static void test_errors(orin_vision_encoder *enc, const image *im)
 {
     orin_vision_grid g = im->grid;
@@ -336,6 +363,7 @@ int main(int argc, char **argv)
         test_one(enc, refs, &im1);
         test_one(enc, refs, &im2);
         test_two(enc, refs, &im1, &im2);
+        test_weight_bytes(enc, dt);
         if (dt == ORIN_F32) {
             test_errors(enc, &im1);
             test_load_errors(reg, orin_vision_get_config(enc));
