@@ -2,7 +2,7 @@
 # On the lent GPU machine (no package registry): unpack the carried .deps/
 # (scripts/fetch-deps.sh), build with CUDA and run the whole test suite, the
 # gpu-labelled tests included; then compute-sanitizer: memcheck on the op tests
-# and on model runs (float, AWQ, int8), racecheck on the kernels that use
+# and on model runs (float, AWQ, int8, Qwen3-VL), racecheck on the kernels that use
 # shared memory.
 # Logs go to $OUT (or /tmp/orin-gpu-test); a short table is printed last.
 #
@@ -51,6 +51,9 @@ if [ $sanitize = 1 ]; then
     "model.qwen2.int8.prefill memcheck $build/test_model_logprobs $models/qwen2-tiny $models/int8/qwen2-tiny_short.json fa2 prefill --device cuda --quant int8 --tol 2e-3"
     "model.qwen3.fa2.f16 memcheck $build/test_model_logprobs $models/qwen3-tiny $models/qwen3-tiny/ref_short.json fa2 decode --device cuda --dtype f16 --tol 0.25 --graph on"
     "model.qwen2.mha.f32 memcheck $build/test_model_logprobs $models/qwen2-tiny $models/qwen2-tiny/ref_short.json mha prefill --device cuda --tol 2e-3"
+    "ops.vision memcheck $build/test_ops_vision --device cuda"
+    "ops.vision racecheck $build/test_ops_vision --device cuda"
+    "model.qwen3vl.fa2.bf16 memcheck $build/test_model_vl $models/qwen3vl-tiny --attention fa2 --device cuda --dtype bf16 --tol 0.25 --mean-tol 0.03"
   )
   for p in mha fa1 fa2; do
     checks+=("ops.attention.$p memcheck $build/test_ops_attention $p --device cuda")
