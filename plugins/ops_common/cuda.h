@@ -1,6 +1,7 @@
-/* ops_common's CUDA implementations (cuda.cu: everything but the matmuls;
- * cuda_matmul.cu: the matmul through cuBLASLt; cuda_quant.cu: the matmuls over
- * quantized weights), behind C entry points, for f32,
+/* ops_common's CUDA implementations (cuda.cu: everything but the matmuls and
+ * the vision ops; cuda_matmul.cu: the matmul through cuBLASLt; cuda_quant.cu:
+ * the matmuls over quantized weights; cuda_vision.cu: layernorm, gelu and
+ * rope.table), behind C entry points, for f32,
  * f16 and bf16 (`dt` is the dtype the implementation was registered for).
  *
  * All of them are graph-safe: they run on the exec's stream, never synchronize,
@@ -26,6 +27,10 @@ int cuda_swiglu(const orin_exec *ex, const orin_swiglu_args *a, orin_dtype dt);
 int cuda_add(const orin_exec *ex, const orin_add_args *a, orin_dtype dt);
 int cuda_argmax(const orin_exec *ex, const orin_argmax_args *a, orin_dtype dt);
 int cuda_kv_write(const orin_exec *ex, const orin_kv_write_args *a, orin_dtype dt);
+/* The vision encoders' ops (cuda_vision.cu). */
+int cuda_layernorm(const orin_exec *ex, const orin_layernorm_args *a, orin_dtype dt);
+int cuda_gelu(const orin_exec *ex, const orin_gelu_args *a, orin_dtype dt);
+int cuda_rope_table(const orin_exec *ex, const orin_rope_table_args *a, orin_dtype dt);
 
 /* The matmul's cuBLASLt workspace (the same for every call). */
 size_t cuda_matmul_workspace_size(const void *args);

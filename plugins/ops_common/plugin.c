@@ -87,6 +87,9 @@ CUDA_ENTRIES(kv_write, orin_kv_write_args)
 CUDA_ENTRIES(sample_candidates, orin_sample_candidates_args)
 CUDA_ENTRIES(matmul_awq4, orin_matmul_quant_args)
 CUDA_ENTRIES(matmul_int8, orin_matmul_quant_args)
+CUDA_ENTRIES(layernorm, orin_layernorm_args)
+CUDA_ENTRIES(gelu, orin_gelu_args)
+CUDA_ENTRIES(rope_table, orin_rope_table_args)
 
 /* Graph-safe for real here: launches sized from shapes only, ids and positions
  * read (and bounds-checked) on the GPU, no sync, no allocation. The matmul
@@ -134,7 +137,7 @@ static const orin_op_impl impls[] = {
     SAMPLE_IMPLS(, ORIN_DEVICE_CPU, cpu_sample_candidates_workspace_size, NULL),
     IMPLS(ORIN_OP_MATMUL_AWQ4, matmul_awq4),
     IMPLS(ORIN_OP_MATMUL_INT8, matmul_int8),
-    /* the vision encoders' ops: CPU only for now */
+    /* the vision encoders' ops */
     IMPLS(ORIN_OP_LAYERNORM, layernorm),
     IMPLS(ORIN_OP_GELU, gelu),
     IMPLS(ORIN_OP_ROPE_TABLE, rope_table),
@@ -149,6 +152,9 @@ static const orin_op_impl impls[] = {
     CUDA_IMPLS(ORIN_OP_KV_WRITE, kv_write),
     CUDA_IMPLS_WS(ORIN_OP_MATMUL_AWQ4, matmul_awq4, cuda_matmul_quant_workspace_size),
     CUDA_IMPLS_WS(ORIN_OP_MATMUL_INT8, matmul_int8, cuda_matmul_quant_workspace_size),
+    CUDA_IMPLS(ORIN_OP_LAYERNORM, layernorm),
+    CUDA_IMPLS(ORIN_OP_GELU, gelu),
+    CUDA_IMPLS(ORIN_OP_ROPE_TABLE, rope_table),
     SAMPLE_IMPLS(cuda_, ORIN_DEVICE_CUDA, cuda_sample_candidates_workspace_size,
                  cuda_sample_candidates_supports),
     FUSED_IMPLS(ORIN_OP_ADD_RMSNORM, add_rmsnorm, NULL, NULL),
@@ -166,6 +172,6 @@ static int register_ops(orin_registry *reg)
 ORIN_PLUGIN_DEFINE("ops_common", "0.1.0",
                    "reference ops: embedding, rmsnorm, rope, matmul (OpenBLAS; cuBLASLt and a "
                    "batch-1 GEMV on cuda), matmul.awq4 and matmul.int8, swiglu, add, "
-                   "argmax, kv_write; layernorm, gelu, rope.table (cpu); fused on cuda: "
+                   "argmax, kv_write, layernorm, gelu, rope.table; fused on cuda: "
                    "add_rmsnorm, matmul.qkv, matmul.swiglu, rope_kv_write; f32, f16, bf16",
                    register_ops)

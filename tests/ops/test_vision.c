@@ -1,9 +1,14 @@
-/* The vision encoders' ops through the registry, on the host: layernorm, gelu
- * and rope.table (ops_common) and attention.full (mha), each against a
- * double-precision reference written here, on fresh seeded inputs with the
- * outputs poisoned with NaN first, odd sizes, in place where allowed, every
- * float dtype; and bad calls, each one error naming the tensor. (No CUDA
- * implementation exists yet: this suite has no --device cuda entry.) */
+/* The vision encoders' ops through the registry, on the target device (the
+ * host, or with --device cuda the GPU): layernorm, gelu and rope.table
+ * (ops_common) and attention.full (mha), each against a double-precision
+ * reference written here, on fresh seeded inputs with the outputs poisoned with
+ * NaN first, odd sizes and Qwen3-VL's own, in place where allowed, every float
+ * dtype; and bad calls, each one error naming the tensor.
+ *
+ * On the GPU, attention.full runs only where a CUDA implementation is
+ * registered (a line says so otherwise), and its cu_seqlens values are checked
+ * by the host target only: on the GPU they live in device memory, out of the
+ * host's sight. */
 #include "ops_test.h"
 
 #include "orin/error.h"
@@ -13,6 +18,11 @@
 #include <string.h>
 
 static const orin_dtype float_dtypes[] = {ORIN_F32, ORIN_F16, ORIN_BF16};
+
+/* Rows (tokens) past what one turn of a CUDA grid covers (32 blocks a
+ * multiprocessor, 132 multiprocessors on an H100), so that the kernels'
+ * grid-stride loops take a second turn. */
+#define MANY_ROWS 9000
 
 static int run(const orin_op_impl *impl, const orin_exec *ex, const void *args)
 {
@@ -83,10 +93,17 @@ static void test_layernorm(orin_dtype dt)
     layernorm_case(dt, 3, 1000, 0, true);
     layernorm_case(dt, 5, 257, 100, false);
     layernorm_case(dt, 2, 4097, 0, false);
+    /* longer than the rows cuda stages in shared memory, in place */
+    layernorm_case(dt, 3, 10007, 100, true);
+    /* Qwen3-VL's vision blocks: 300 patches of 1152 */
+    layernorm_case(dt, 300, 1152, 0, false);
+    layernorm_case(dt, MANY_ROWS, 40, 0, false);
 
     orin_exec ex = ops_test_exec(0);
     const orin_op_impl *impl = ops_test_impl(ORIN_OP_LAYERNORM, "common", dt);
     float dummy[16] = {0};
+    /* one device copy of all of dummy, so that views into it keep their overlaps */
+    ops_dev(dummy, sizeof dummy);
     orin_layernorm_args a = {
         .x = ops_tensor(dummy, dt, 2, (int64_t[]){1, 4}),
         .weight = ops_tensor(dummy + 4, dt, 1, (int64_t[]){4}),
@@ -96,19 +113,25 @@ static void test_layernorm(orin_dtype dt)
     };
     ops_expect_error("bias length", impl, &ex, &a, "layernorm (common): bias: dimension 0");
     a.bias.shape[0] = 4;
+    void *bias_data = a.bias.data;
     a.bias.data = NULL;
     ops_expect_error("no bias", impl, &ex, &a, "bias: no data");
-    a.bias.data = dummy + 8;
+    a.bias.data = bias_data;
     a.weight.dtype = dt == ORIN_F32 ? ORIN_F16 : ORIN_F32;
     ops_expect_error("weight dtype", impl, &ex, &a, "weight: dtype");
     a.weight.dtype = dt;
     a.eps = -1.0f;
     ops_expect_error("negative eps", impl, &ex, &a, "eps");
     a.eps = 1e-6f;
-    a.out.data = (char *)dummy + orin_dtype_size(dt);
+    a.out.data = (char *)a.x.data + orin_dtype_size(dt);
     ops_expect_error("out shifted over x", impl, &ex, &a, "out partly overlaps x");
     a.out = ops_tensor(dummy + 5, dt, 2, (int64_t[]){1, 4});
     ops_expect_error("out over the weight", impl, &ex, &a, "out overlaps weight");
+    if (ops_on_gpu()) {
+        a.out = a.x;
+        a.weight = orin_tensor_make(dummy + 4, dt, ORIN_DEVICE_CPU, 1, (int64_t[]){4});
+        ops_expect_error("weight on the host", impl, &ex, &a, "weight: on cpu, expected cuda");
+    }
     ops_release();
 }
 
@@ -121,28 +144,43 @@ static double gelu_ref(double x, orin_gelu_kind kind)
     return 0.5 * x * (1 + erf(x / sqrt(2)));
 }
 
-static void gelu_case(orin_dtype dt, int64_t n, orin_gelu_kind kind, bool in_place)
+/* A tensor over b's elements from `offset` on, inside one device copy of all
+ * of b: an offset of one element leaves the view misaligned on the GPU too. */
+static orin_tensor tensor_at(ops_buf *b, int64_t offset, int64_t n)
+{
+    const size_t size = orin_dtype_size(b->dt);
+    ops_dev(b->data, b->n * size);
+    return ops_tensor((char *)b->data + offset * size, b->dt, 1, &n);
+}
+
+/* gelu over elements offset.. offset + n - 1 of x (and of out). */
+static void gelu_case(orin_dtype dt, int64_t n, orin_gelu_kind kind, bool in_place,
+                      int64_t offset)
 {
     ops_rng rng = {.state = 2000 + (uint64_t)n + kind};
-    ops_buf x = ops_buf_random(&rng, dt, n, -6, 6);
-    ops_buf out = in_place ? x : ops_buf_nan(dt, n);
+    ops_buf x = ops_buf_random(&rng, dt, offset + n, -6, 6);
+    ops_buf out = in_place ? x : ops_buf_nan(dt, offset + n);
     double *ref = malloc(n * sizeof(double));
     for (int64_t i = 0; i < n; i++)
-        ref[i] = gelu_ref(x.value[i], kind);
+        ref[i] = gelu_ref(x.value[offset + i], kind);
     orin_gelu_args a = {
-        .x = ops_tensor(x.data, dt, 1, &n),
-        .out = ops_tensor(out.data, dt, 1, &n),
+        .x = tensor_at(&x, offset, n),
+        .out = tensor_at(&out, offset, n),
         .kind = kind,
     };
     orin_exec ex = ops_test_exec(0);
-    char what[96];
-    snprintf(what, sizeof what, "gelu %s %s n %lld%s", kind == ORIN_GELU_TANH ? "tanh" : "erf",
-             orin_dtype_name(dt), (long long)n, in_place ? ", in place" : "");
+    char what[128];
+    snprintf(what, sizeof what, "gelu %s %s n %lld%s%s", kind == ORIN_GELU_TANH ? "tanh" : "erf",
+             orin_dtype_name(dt), (long long)n, in_place ? ", in place" : "",
+             offset ? ", one element in" : "");
     if (run(ops_test_impl(ORIN_OP_GELU, "common", dt), &ex, &a) == 0) {
         ops_buf_fetch(&out);
+        ops_buf got = {.dt = dt, .n = n,
+                       .data = (char *)out.data + offset * orin_dtype_size(dt),
+                       .value = out.value + offset};
         /* far left both forms are tiny: an absolute floor at the dtype's
          * resolution of 1 */
-        ops_check_close(what, &out, ref, NULL, ops_tol(dt), ops_tol(dt) * 1e-3);
+        ops_check_close(what, &got, ref, NULL, ops_tol(dt), ops_tol(dt) * 1e-3);
     }
     free(ref);
     if (!in_place)
@@ -154,10 +192,17 @@ static void gelu_case(orin_dtype dt, int64_t n, orin_gelu_kind kind, bool in_pla
 static void test_gelu(orin_dtype dt)
 {
     for (int kind = ORIN_GELU_ERF; kind <= ORIN_GELU_TANH; kind++) {
-        gelu_case(dt, 1, kind, false);
-        gelu_case(dt, 1023, kind, false);
-        gelu_case(dt, 3001, kind, true); /* past two chunks */
+        gelu_case(dt, 1, kind, false, 0);
+        gelu_case(dt, 1023, kind, false, 0);
+        gelu_case(dt, 3001, kind, true, 0); /* past two chunks */
+        gelu_case(dt, 999, kind, false, 1); /* no 16-byte vectors on the GPU */
+        /* Qwen3-VL's vision MLP: 300 patches of 4304 */
+        gelu_case(dt, 300 * 4304, kind, true, 0);
     }
+    /* past one turn of the largest grid, 8 elements a thread (GPU only: the
+     * host has no turns, and 16M elements of reference take it a while) */
+    if (ops_on_gpu() && !ops_test_quick())
+        gelu_case(dt, (INT64_C(1) << 24) + 5, ORIN_GELU_TANH, true, 0);
     /* the two forms differ by up to ~5e-4: an op that ignores kind fails */
     float v = 2.5f, out = NAN;
     if (dt == ORIN_F32) {
@@ -167,15 +212,19 @@ static void test_gelu(orin_dtype dt)
             .kind = ORIN_GELU_ERF,
         };
         orin_exec ex = ops_test_exec(0);
-        if (run(ops_test_impl(ORIN_OP_GELU, "common", dt), &ex, &a) == 0)
+        if (run(ops_test_impl(ORIN_OP_GELU, "common", dt), &ex, &a) == 0) {
+            ops_fetch(&out, sizeof out);
             CHECK(fabs(out - gelu_ref(2.5, ORIN_GELU_ERF)) < 1e-6 &&
                       fabs(out - gelu_ref(2.5, ORIN_GELU_TANH)) > 1e-5,
                   "gelu erf at 2.5: %.9g", out);
+        }
+        ops_release();
     }
 
     orin_exec ex = ops_test_exec(0);
     const orin_op_impl *impl = ops_test_impl(ORIN_OP_GELU, "common", dt);
     float dummy[16] = {0};
+    ops_dev(dummy, sizeof dummy); /* one device copy: views keep their overlaps */
     orin_gelu_args a = {
         .x = ops_tensor(dummy, dt, 2, (int64_t[]){2, 3}),
         .out = ops_tensor(dummy + 8, dt, 2, (int64_t[]){3, 2}),
@@ -186,8 +235,12 @@ static void test_gelu(orin_dtype dt)
     a.kind = (orin_gelu_kind)7;
     ops_expect_error("kind", impl, &ex, &a, "kind 7");
     a.kind = ORIN_GELU_ERF;
-    a.out.data = (char *)dummy + orin_dtype_size(dt);
+    a.out.data = (char *)a.x.data + orin_dtype_size(dt);
     ops_expect_error("out shifted over x", impl, &ex, &a, "out partly overlaps x");
+    if (ops_on_gpu()) {
+        a.out = orin_tensor_make(dummy + 8, dt, ORIN_DEVICE_CPU, 2, (int64_t[]){2, 3});
+        ops_expect_error("out on the host", impl, &ex, &a, "out: on cpu, expected cuda");
+    }
     ops_release();
 }
 
@@ -243,6 +296,8 @@ static void test_rope_table(orin_dtype dt)
     rope_table_case(dt, 7, 3, 16);
     rope_table_case(dt, 33, 4, 128);
     rope_table_case(dt, 5, 2, 6); /* a half of 3: no vector width divides it */
+    rope_table_case(dt, 300, 16, 72); /* Qwen3-VL's vision attention */
+    rope_table_case(dt, MANY_ROWS, 1, 4);
 
     orin_exec ex = ops_test_exec(0);
     const orin_op_impl *impl = ops_test_impl(ORIN_OP_ROPE_TABLE, "common", dt);
@@ -263,10 +318,24 @@ static void test_rope_table(orin_dtype dt)
     a.sin.shape[0] = 2;
     a.x = ops_tensor(x, dt, 3, (int64_t[]){2, 4, 3});
     ops_expect_error("odd head_dim", impl, &ex, &a, "x: head_dim 3 is odd");
+    if (ops_on_gpu()) {
+        a.x = ops_tensor(x, dt, 3, (int64_t[]){2, 3, 4});
+        a.cos = orin_tensor_make(c, ORIN_F32, ORIN_DEVICE_CPU, 2, (int64_t[]){2, 2});
+        ops_expect_error("cos on the host", impl, &ex, &a, "cos: on cpu, expected cuda");
+    }
     ops_release();
 }
 
 /* ---- attention.full ---- */
+
+/* Whether mha registers attention.full for the target at dt: on the host it
+ * must (ops_test_impl CHECKs it); on the GPU it is being written, so the lookup
+ * there fails nothing, and the cases run once it lands. */
+static bool have_attention_full(orin_dtype dt)
+{
+    return !ops_on_gpu() || orin_registry_find(ops_test_registry(), ORIN_OP_ATTENTION_FULL, "mha",
+                                               ops_target(), dt);
+}
 
 typedef struct full_case {
     int n, heads, kv_heads, hd;
@@ -338,6 +407,10 @@ static void attention_full_case(orin_dtype dt, const full_case *c)
 
 static void test_attention_full(orin_dtype dt)
 {
+    if (!have_attention_full(dt)) {
+        printf("attention.full: no cuda implementation, skipped (%s)\n", orin_dtype_name(dt));
+        return;
+    }
     static const int32_t one[] = {0, 1}, single[] = {0, 37};
     static const int32_t images[] = {0, 24, 64}, empty[] = {0, 5, 5, 12, 13};
     const full_case cases[] = {
@@ -361,16 +434,21 @@ static void test_attention_full(orin_dtype dt)
         .cu_seqlens = ops_tensor(cu, ORIN_I32, 1, (int64_t[]){3}),
         .scale = 0.5f,
     };
-    cu[2] = 5;
-    ops_expect_error("cu_seqlens past n", impl, &ex, &a,
-                     "attention.full (mha): cu_seqlens[2] = 5, expected 4");
-    cu[2] = 4;
-    cu[1] = -1;
-    ops_expect_error("decreasing cu_seqlens", impl, &ex, &a, "cu_seqlens[1] = -1 is below cu_seqlens[0] = 0");
-    cu[1] = 2;
-    cu[0] = 1;
-    ops_expect_error("cu_seqlens[0]", impl, &ex, &a, "cu_seqlens[0] = 1, expected 0");
-    cu[0] = 0;
+    /* the values of cu_seqlens: the host's checks (on the GPU they are in
+     * device memory, which the host does not read) */
+    if (!ops_on_gpu()) {
+        cu[2] = 5;
+        ops_expect_error("cu_seqlens past n", impl, &ex, &a,
+                         "attention.full (mha): cu_seqlens[2] = 5, expected 4");
+        cu[2] = 4;
+        cu[1] = -1;
+        ops_expect_error("decreasing cu_seqlens", impl, &ex, &a,
+                         "cu_seqlens[1] = -1 is below cu_seqlens[0] = 0");
+        cu[1] = 2;
+        cu[0] = 1;
+        ops_expect_error("cu_seqlens[0]", impl, &ex, &a, "cu_seqlens[0] = 1, expected 0");
+        cu[0] = 0;
+    }
     a.cu_seqlens.shape[0] = 1;
     ops_expect_error("no segment", impl, &ex, &a, "cu_seqlens: 1 entries");
     a.cu_seqlens.shape[0] = 3;
@@ -407,11 +485,18 @@ static void test_registrations(void)
     orin_exec ex = ops_test_exec(0);
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         for (size_t t = 0; t < 3; t++) {
-            const orin_op_impl *impl = ops_test_impl(ops[i].op, ops[i].provider, float_dtypes[t]);
+            const orin_dtype dt = float_dtypes[t];
+            const bool common = strcmp(ops[i].provider, "common") == 0;
+            if (!common && !have_attention_full(dt))
+                continue;
+            const orin_op_impl *impl = ops_test_impl(ops[i].op, ops[i].provider, dt);
             if (!impl)
                 continue;
             CHECK(impl->flags & ORIN_OP_REFERENCE, "%s %s: not flagged as the reference",
-                  ops[i].op, orin_dtype_name(float_dtypes[t]));
+                  ops[i].op, orin_dtype_name(dt));
+            /* ops_common's launches depend on shapes only, on either device */
+            CHECK(!common || (impl->flags & ORIN_OP_GRAPH_SAFE), "%s %s: not flagged graph-safe",
+                  ops[i].op, orin_dtype_name(dt));
             ops_expect_error("no call struct", impl, &ex, NULL, "no arguments");
         }
     /* fa2 has no attention.full: the registry falls back to mha's */
