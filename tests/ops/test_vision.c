@@ -1,14 +1,14 @@
 /* The vision encoders' ops through the registry, on the target device (the
  * host, or with --device cuda the GPU): layernorm, gelu and rope.table
- * (ops_common) and attention.full (mha), each against a double-precision
- * reference written here, on fresh seeded inputs with the outputs poisoned with
- * NaN first, odd sizes and Qwen3-VL's own, in place where allowed, every float
- * dtype; and bad calls, each one error naming the tensor.
+ * (ops_common) and attention.full (mha; on the GPU fa2's tensor-core one
+ * too), each against a double-precision reference written here, on fresh
+ * seeded inputs with the outputs poisoned with NaN first, odd sizes and
+ * Qwen3-VL's own, segments that cross the flash kernel's tiles, in place where
+ * allowed, every float dtype; and bad calls, each one error naming the tensor.
  *
- * On the GPU, attention.full runs only where a CUDA implementation is
- * registered (a line says so otherwise), and its cu_seqlens values are checked
- * by the host target only: on the GPU they live in device memory, out of the
- * host's sight. */
+ * attention.full's cu_seqlens values are checked by the host target only: on
+ * the GPU they live in device memory, out of the host's sight, and bad ones
+ * must give NaN rows, never a read out of bounds. */
 #include "ops_test.h"
 
 #include "orin/error.h"
@@ -328,22 +328,13 @@ static void test_rope_table(orin_dtype dt)
 
 /* ---- attention.full ---- */
 
-/* Whether mha registers attention.full for the target at dt: on the host it
- * must (ops_test_impl CHECKs it); on the GPU it is being written, so the lookup
- * there fails nothing, and the cases run once it lands. */
-static bool have_attention_full(orin_dtype dt)
-{
-    return !ops_on_gpu() || orin_registry_find(ops_test_registry(), ORIN_OP_ATTENTION_FULL, "mha",
-                                               ops_target(), dt);
-}
-
 typedef struct full_case {
     int n, heads, kv_heads, hd;
     int segments;          /* lengths: cu[] below */
     const int32_t *cu;
 } full_case;
 
-static void attention_full_case(orin_dtype dt, const full_case *c)
+static void attention_full_case(const char *provider, orin_dtype dt, const full_case *c)
 {
     ops_rng rng = {.state = 4000 + (uint64_t)(c->n * 13 + c->heads * 5 + c->hd)};
     const int64_t n = c->n, H = c->heads, Hkv = c->kv_heads, hd = c->hd;
@@ -388,9 +379,9 @@ static void attention_full_case(orin_dtype dt, const full_case *c)
     };
     orin_exec ex = ops_test_exec(0);
     char what[128];
-    snprintf(what, sizeof what, "attention.full %s n %d H %d Hkv %d hd %d, %d segments",
-             orin_dtype_name(dt), c->n, c->heads, c->kv_heads, c->hd, c->segments);
-    if (run(ops_test_impl(ORIN_OP_ATTENTION_FULL, "mha", dt), &ex, &a) == 0) {
+    snprintf(what, sizeof what, "attention.full (%s) %s n %d H %d Hkv %d hd %d, %d segments",
+             provider, orin_dtype_name(dt), c->n, c->heads, c->kv_heads, c->hd, c->segments);
+    if (run(ops_test_impl(ORIN_OP_ATTENTION_FULL, provider, dt), &ex, &a) == 0) {
         ops_buf_fetch(&out);
         ops_check_close(what, &out, ref, cond, ops_tol(dt), ops_atol(dt));
     }
@@ -405,12 +396,83 @@ static void attention_full_case(orin_dtype dt, const full_case *c)
     ops_release();
 }
 
+/* Segments that cross the flash kernel's tiles (128 query rows, 64 keys): one
+ * of one token, an empty one, ends at 63, 64, 65, 127, 128, 129 and past 256;
+ * at the head_dims fa2 runs (72: Qwen3-VL-8B's vision tower, in 128-wide rows). */
+static const int32_t cross_300[] = {0, 1, 65, 65, 129, 191, 300};
+static const int32_t cross_257[] = {0, 257};
+static const int32_t cross_200[] = {0, 63, 64, 127, 128, 200};
+static const full_case tile_cases[] = {
+    {.n = 300, .heads = 4, .kv_heads = 2, .hd = 64, .segments = 6, .cu = cross_300},
+    {.n = 257, .heads = 3, .kv_heads = 3, .hd = 72, .segments = 1, .cu = cross_257},
+    {.n = 300, .heads = 2, .kv_heads = 1, .hd = 72, .segments = 6, .cu = cross_300},
+    {.n = 200, .heads = 2, .kv_heads = 2, .hd = 128, .segments = 5, .cu = cross_200},
+};
+#define N_TILE_CASES (sizeof tile_cases / sizeof tile_cases[0])
+
+/* cu_seqlens lives in device memory on the GPU, where no host check reads it:
+ * values that frame no row (decreasing, past n) must make NaN rows or rows of
+ * some segment's attention, never a read out of bounds (run under
+ * compute-sanitizer by scripts/gpu-test.sh) nor a crash. */
+static void attention_full_bad_segments(const char *provider, orin_dtype dt, int64_t hd)
+{
+    const int64_t n = 10, H = 2;
+    ops_rng rng = {.state = 77};
+    ops_buf q = ops_buf_random(&rng, dt, n * H * hd, -1, 1);
+    ops_buf k = ops_buf_random(&rng, dt, n * H * hd, -1, 1);
+    ops_buf v = ops_buf_random(&rng, dt, n * H * hd, -1, 1);
+    ops_buf out = ops_buf_nan(dt, n * H * hd);
+    int32_t cu[4] = {0, 7, 3, 1000};
+    const int64_t segs = 4;
+    orin_attention_full_args a = {
+        .q = ops_tensor(q.data, dt, 3, (int64_t[]){n, H, hd}),
+        .k = ops_tensor(k.data, dt, 3, (int64_t[]){n, H, hd}),
+        .v = ops_tensor(v.data, dt, 3, (int64_t[]){n, H, hd}),
+        .out = ops_tensor(out.data, dt, 3, (int64_t[]){n, H, hd}),
+        .cu_seqlens = ops_tensor(cu, ORIN_I32, 1, &segs),
+        .scale = 0.125f,
+    };
+    orin_exec ex = ops_test_exec(0);
+    if (run(ops_test_impl(ORIN_OP_ATTENTION_FULL, provider, dt), &ex, &a) == 0) {
+        ops_buf_fetch(&out);
+        int bad = 0;
+        for (int64_t i = 0; i < n * H * hd; i++)
+            bad += !isnan(out.value[i]) && fabs(out.value[i]) > 1.0 + 1e-2;
+        CHECK(bad == 0, "attention.full (%s) %s, cu_seqlens {0, 7, 3, 1000}: %d values are "
+              "neither NaN nor a weighted mean of V", provider, orin_dtype_name(dt), bad);
+    }
+    ops_buf_free(&q);
+    ops_buf_free(&k);
+    ops_buf_free(&v);
+    ops_buf_free(&out);
+    ops_release();
+}
+
+/* fa2's tensor-core attention.full (the GPU, f16 and bf16): the tile cases,
+ * bad segments; a head_dim it has no kernel for is declined at bind time. */
+static void test_attention_full_fa2(orin_dtype dt)
+{
+    if (!ops_on_gpu() || dt == ORIN_F32)
+        return;
+    for (size_t i = 0; i < N_TILE_CASES; i++)
+        attention_full_case("fa2", dt, &tile_cases[i]);
+    attention_full_bad_segments("fa2", dt, 72);
+    orin_attention_full_args probe = {
+        .q = orin_tensor_make(NULL, dt, ORIN_DEVICE_CUDA, 3, (int64_t[]){1, 2, 96}),
+    };
+    orin_bind_request req = {.op = ORIN_OP_ATTENTION_FULL, .provider = "fa2",
+                             .device = ORIN_DEVICE_CUDA, .dtype = dt, .args = &probe};
+    const orin_op_impl *bound = orin_registry_bind(ops_test_registry(), &req);
+    CHECK(bound && strcmp(bound->provider, "mha") == 0, "attention.full for fa2 at hd 96: %s",
+          bound ? bound->provider : orin_error());
+    probe.q.shape[2] = 72;
+    bound = orin_registry_bind(ops_test_registry(), &req);
+    CHECK(bound && strcmp(bound->provider, "fa2") == 0, "attention.full for fa2 at hd 72: %s",
+          bound ? bound->provider : orin_error());
+}
+
 static void test_attention_full(orin_dtype dt)
 {
-    if (!have_attention_full(dt)) {
-        printf("attention.full: no cuda implementation, skipped (%s)\n", orin_dtype_name(dt));
-        return;
-    }
     static const int32_t one[] = {0, 1}, single[] = {0, 37};
     static const int32_t images[] = {0, 24, 64}, empty[] = {0, 5, 5, 12, 13};
     const full_case cases[] = {
@@ -420,7 +482,11 @@ static void test_attention_full(orin_dtype dt)
         {.n = 13, .heads = 6, .kv_heads = 1, .hd = 33, .segments = 4, .cu = empty},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        attention_full_case(dt, &cases[i]);
+        attention_full_case("mha", dt, &cases[i]);
+    for (size_t i = 0; i < N_TILE_CASES; i++)
+        attention_full_case("mha", dt, &tile_cases[i]);
+    if (ops_on_gpu())
+        attention_full_bad_segments("mha", dt, 33);
 
     orin_exec ex = ops_test_exec(0);
     const orin_op_impl *impl = ops_test_impl(ORIN_OP_ATTENTION_FULL, "mha", dt);
@@ -487,8 +553,6 @@ static void test_registrations(void)
         for (size_t t = 0; t < 3; t++) {
             const orin_dtype dt = float_dtypes[t];
             const bool common = strcmp(ops[i].provider, "common") == 0;
-            if (!common && !have_attention_full(dt))
-                continue;
             const orin_op_impl *impl = ops_test_impl(ops[i].op, ops[i].provider, dt);
             if (!impl)
                 continue;
@@ -499,7 +563,7 @@ static void test_registrations(void)
                   ops[i].op, orin_dtype_name(dt));
             ops_expect_error("no call struct", impl, &ex, NULL, "no arguments");
         }
-    /* fa2 has no attention.full: the registry falls back to mha's */
+    /* fa2 has no attention.full on the host: the registry falls back to mha's */
     orin_bind_request req = {.op = ORIN_OP_ATTENTION_FULL, .provider = "fa2",
                              .device = ORIN_DEVICE_CPU, .dtype = ORIN_F32};
     const orin_op_impl *bound = orin_registry_bind(ops_test_registry(), &req);
@@ -518,6 +582,7 @@ int main(int argc, char **argv)
         test_gelu(dt);
         test_rope_table(dt);
         test_attention_full(dt);
+        test_attention_full_fa2(dt);
     }
     ops_test_registry_free();
     return test_finish();
