@@ -99,6 +99,9 @@ int orin_model_prefill_images(orin_model *m, const int32_t *ids, int32_t n, int3
 /* The rope position minus the cache position of the tokens that follow the
  * sequence in the cache (0 but after images, README-vl.md section 9). */
 int32_t orin_model_rope_delta(const orin_model *m);
+/* Seconds the last orin_model_prefill_images spent in the vision encoder
+ * (its results on the device included), 0 without images. */
+double orin_model_vision_seconds(const orin_model *m);
 
 /* One token at position pos through the decode path; logits [V] (may be NULL:
  * they stay on the device for orin_model_sample). */

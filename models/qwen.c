@@ -27,6 +27,7 @@
 #include "model.h"
 #include "qwen3_vl_vision.h"
 
+#include "orin/cpu_util.h"
 #include "orin/error.h"
 #include "orin/graph.h"
 #include "orin/kv_cache.h"
@@ -162,6 +163,7 @@ struct orin_model {
     orin_vision_encoder *vision;
     double vision_bytes;                  /* its weights on the device (the memory plan) */
     int32_t rope_delta;                   /* of the sequence in the cache */
+    double vision_s;                      /* the last prefill's vision encoder, seconds */
     orin_tensor rope_pos;                 /* i32 [rows]: cache position + rope_delta */
     orin_tensor rope_cos, rope_sin;       /* f32 [rows, head_dim/2]: a chunk's tables */
     int32_t *host_rope_pos;               /* [rows] */
@@ -1729,6 +1731,7 @@ static int prefill_images(orin_model *m, const int32_t *ids, int32_t n, int32_t 
         rc = gather_pixels(images, n_images, &pixels, &rows, vg, lg);
     if (rc == 0)
         rc = vl_tables(m, ids, n, start_pos, lg, n_images, cos, sin, &delta);
+    const double t0 = orin_seconds();
     if (rc == 0)
         rc = orin_vision_encode(m->vision, pixels, rows, images[0].cols, vg, n_images, false,
                                 &vo);
@@ -1736,6 +1739,8 @@ static int prefill_images(orin_model *m, const int32_t *ids, int32_t n, int32_t 
         rc = map_features(m, ids, n, vo.tokens, feature);
     if (rc == 0)
         rc = upload_images(m, &vo, &img, &mem);
+    /* the encoder ends with its results copied back: nothing of it is in flight */
+    m->vision_s = orin_seconds() - t0;
     if (rc == 0) {
         img.feature = feature;
         m->img = &img;
@@ -1761,6 +1766,7 @@ int orin_model_prefill_images(orin_model *m, const int32_t *ids, int32_t n, int3
                               const orin_model_image *images, int n_images, float *logits,
                               bool all_logits)
 {
+    m->vision_s = 0;
     if (n_images == 0)
         return prefill(m, ids, n, start_pos, logits, all_logits, !logits);
     if (!m->vision)
@@ -1770,6 +1776,11 @@ int orin_model_prefill_images(orin_model *m, const int32_t *ids, int32_t n, int3
         return orin_error_set("%d images in one prefill (at most %d)", n_images,
                               ORIN_MODEL_MAX_IMAGES);
     return prefill_images(m, ids, n, start_pos, images, n_images, logits, all_logits);
+}
+
+double orin_model_vision_seconds(const orin_model *m)
+{
+    return m->vision_s;
 }
 
 int32_t orin_model_rope_delta(const orin_model *m)

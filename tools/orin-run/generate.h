@@ -46,7 +46,8 @@ typedef struct reply {
     int32_t generated;
     int32_t images;               /* of the turn's user message (prep_s is theirs) */
     double prep_s;                /* decoding and preprocessing those images */
-    double prefill_s, first_token_s, decode_s; /* prefill_s includes the vision encoder */
+    double vision_s;              /* the vision encoder on those images */
+    double prefill_s, first_token_s, decode_s; /* prefill_s: the language model's only */
     stop_reason stop;
 } reply;
 
