@@ -641,7 +641,7 @@ static void bind_optional_ops(orin_model *m, const orin_model_options *opt)
         {ORIN_OP_MATMUL_QKV, &m->op.matmul_qkv, NULL, fused},
         {ORIN_OP_MATMUL_SWIGLU, &m->op.matmul_swiglu, NULL, fused},
         /* one positions tensor for rope and the cache: not for M-RoPE */
-        {ORIN_OP_ROPE_KV_WRITE, &m->op.rope_kv_write, &rope_probe, fused && !c->vl.is_vl},
+        {ORIN_OP_ROPE_KV_WRITE, &m->op.rope_kv_write, &rope_probe, fused},
         {ORIN_OP_SAMPLE_CANDIDATES, &m->op.sample, &sample_probe, off_host},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
@@ -1070,8 +1070,10 @@ static void add_rope_cache(orin_model *m, graph_builder *b, const qwen_layer *L,
                            const orin_kv_view *cache, int64_t n)
 {
     const orin_model_config *c = &m->cfg;
-    if (m->op.rope_kv_write) {
+    /* (a prefill with images rotates by its M-RoPE tables: the plain ops) */
+    if (m->op.rope_kv_write && !m->img) {
         orin_rope_kv_write_args a = {.q = q, .k = k, .v = v, .positions = pos,
+                                     .rope_positions = rope_pos,
                                      .eps = (float)c->rms_norm_eps,
                                      .theta = (float)c->rope_theta, .cache = *cache};
         if (c->qk_norm) {

@@ -452,13 +452,16 @@ extern "C" int cuda_add_rmsnorm(const orin_exec *ex, const orin_add_rmsnorm_args
 // weight is given (rounded to T as the unfused rmsnorm stores it), rotated as
 // ops_common's rope does it (cuda_rope.cuh: the CPU's roundings), and stored; k and v heads also go to the cache at
 // the token's position (a position outside 0..capacity-1 is skipped; a
-// negative one leaves NaN in q and k, as rope does).
-// Launch: grid (H + 2 Hkv, n), hd / 2 threads (a thread per rotated pair);
+// negative rotary position leaves NaN in q and k, as rope does). The rotation
+// is at rope_positions[token] (the caller passes positions when they agree).
+// Launch: grid (H + 2 Hkv, n), hd / 2 threads rounded up to whole warps (a
+// thread per rotated pair; the norm's block reduction wants whole warps);
 // bound by latency at decode sizes (a few KB per token).
 template <typename T>
 __global__ void rope_kv_write_kernel(T *__restrict__ q, T *__restrict__ k, const T *__restrict__ v,
                                      const T *__restrict__ q_norm, const T *__restrict__ k_norm,
-                                     const int32_t *__restrict__ positions, int heads,
+                                     const int32_t *__restrict__ positions,
+                                     const int32_t *__restrict__ rope_positions, int heads,
                                      int kv_heads, int hd, float eps, float theta,
                                      orin_kv_view cache, rope_table table)
 {
@@ -466,12 +469,13 @@ __global__ void rope_kv_write_kernel(T *__restrict__ q, T *__restrict__ k, const
     orin_cu_allow_next();
     orin_cu_wait_prior();
     const int slot = blockIdx.x, token = blockIdx.y, half = hd / 2, j = threadIdx.x;
+    const bool live = j < half; // the last warp's spare threads add 0, write nothing
     const int32_t pos = positions[token];
     const bool in_cache = pos >= 0 && pos < cache.capacity;
     if (slot >= heads + kv_heads) { // a v head: copy into the cache
         int h = slot - heads - kv_heads;
         const T *src = v + ((size_t)token * kv_heads + h) * hd;
-        if (in_cache) {
+        if (in_cache && live) {
             T *dst = (T *)cache.v + orin_kv_offset(&cache, pos, h);
             dst[j] = src[j];
             dst[j + half] = src[j + half];
@@ -482,15 +486,19 @@ __global__ void rope_kv_write_kernel(T *__restrict__ q, T *__restrict__ k, const
     const int h = is_q ? slot : slot - heads;
     T *row = is_q ? q + ((size_t)token * heads + h) * hd : k + ((size_t)token * kv_heads + h) * hd;
     const T *norm = is_q ? q_norm : k_norm;
-    float x1 = orin_cu_f32(row[j]), x2 = orin_cu_f32(row[j + half]);
+    float x1 = live ? orin_cu_f32(row[j]) : 0.0f, x2 = live ? orin_cu_f32(row[j + half]) : 0.0f;
     if (norm) {
         float ss = orin_cu_block_sum(fmaf(x1, x1, x2 * x2), scratch);
+        if (!live)
+            return;
         float inv = 1.0f / sqrtf(ss / (float)hd + eps);
         x1 = orin_cu_f32(orin_cu_from_f32<T>(orin_cu_f32(norm[j]) * (x1 * inv)));
         x2 = orin_cu_f32(orin_cu_from_f32<T>(orin_cu_f32(norm[j + half]) * (x2 * inv)));
     }
+    if (!live)
+        return;
     float c, s, r1, r2;
-    rope_cos_sin(pos, j, hd, theta, table, &c, &s);
+    rope_cos_sin(rope_positions[token], j, hd, theta, table, &c, &s);
     rope_rotate(x1, x2, c, s, &r1, &r2);
     T y1 = orin_cu_from_f32<T>(r1), y2 = orin_cu_from_f32<T>(r2);
     row[j] = y1;
@@ -502,11 +510,10 @@ __global__ void rope_kv_write_kernel(T *__restrict__ q, T *__restrict__ k, const
     }
 }
 
-// A thread per rotated pair, and the per-head norm's block reduction wants
-// whole warps: head_dim a multiple of 64.
+// A thread per rotated pair: any even head_dim up to 2048 (a block of 1024).
 static bool rope_kv_write_fits(int64_t hd)
 {
-    return hd > 0 && hd % 64 == 0 && hd <= 2048;
+    return hd > 0 && hd % 2 == 0 && hd <= 2048;
 }
 
 extern "C" bool cuda_rope_kv_write_supports(const void *args, char *why, size_t cap)
@@ -514,7 +521,7 @@ extern "C" bool cuda_rope_kv_write_supports(const void *args, char *why, size_t 
     const orin_rope_kv_write_args *a = (const orin_rope_kv_write_args *)args;
     if (a->q.ndim == 3 && rope_kv_write_fits(a->q.shape[2]))
         return true;
-    snprintf(why, cap, "head_dim %lld (runs multiples of 64)",
+    snprintf(why, cap, "head_dim %lld (runs even ones up to 2048)",
              a->q.ndim == 3 ? (long long)a->q.shape[2] : -1LL);
     return false;
 }
@@ -534,6 +541,12 @@ extern "C" int cuda_rope_kv_write(const orin_exec *ex, const orin_rope_kv_write_
         orin_check_dim(label, "positions", &a->positions, 0, a->q.shape[0]) ||
         orin_check_kv_view(label, &a->cache, dt, a->k.shape[2]))
         return -1;
+    if (a->rope_positions.data &&
+        (orin_check_tensor(label, "rope_positions", &a->rope_positions, CUDA, ORIN_I32, 1, 1) ||
+         orin_check_dim(label, "rope_positions", &a->rope_positions, 0, a->q.shape[0])))
+        return -1;
+    const void *rope_positions = a->rope_positions.data ? a->rope_positions.data
+                                                        : a->positions.data;
     if (a->k.shape[1] != a->cache.n_kv_heads)
         return orin_error_set("%s: k: %lld heads, the cache has %d", label,
                               (long long)a->k.shape[1], a->cache.n_kv_heads);
@@ -544,7 +557,7 @@ extern "C" int cuda_rope_kv_write(const orin_exec *ex, const orin_rope_kv_write_
         return -1;
     const int64_t n = a->q.shape[0], heads = a->q.shape[1], hd = a->q.shape[2];
     if (!rope_kv_write_fits(hd))
-        return orin_error_set("%s: head_dim %lld (runs multiples of 64 up to 2048)", label,
+        return orin_error_set("%s: head_dim %lld (runs even ones up to 2048)", label,
                               (long long)hd);
     if (!isfinite(a->theta) || a->theta <= 0.0f || !isfinite(a->eps) || a->eps < 0.0f)
         return orin_error_set("%s: theta %g or eps %g out of range", label, a->theta, a->eps);
@@ -555,10 +568,10 @@ extern "C" int cuda_rope_kv_write(const orin_exec *ex, const orin_rope_kv_write_
     rope_table_fill(&table, (int)(hd / 2), (int)hd, a->theta);
     ORIN_CU_DISPATCH(dt, label, T,
                      orin_cu_launch(ex, true, rope_kv_write_kernel<T>, grid,
-                                    dim3((unsigned)(hd / 2)), 0, (T *)a->q.data, (T *)a->k.data,
+                                    dim3((unsigned)((hd / 2 + 31) / 32 * 32)), 0, (T *)a->q.data, (T *)a->k.data,
                                     (const T *)a->v.data, (const T *)a->q_norm.data,
                                     (const T *)a->k_norm.data, (const int32_t *)a->positions.data,
-                                    (int)heads, (int)a->k.shape[1], (int)hd, a->eps, a->theta,
+                                    (const int32_t *)rope_positions, (int)heads, (int)a->k.shape[1], (int)hd, a->eps, a->theta,
                                     a->cache, table));
     return orin_cu_launched(label, dt, "q [%lld, %lld, %lld], k/v [%lld, %lld, %lld]",
                             (long long)n, (long long)heads, (long long)hd, (long long)n,

@@ -218,8 +218,10 @@ static void swiglu_case(orin_dtype dt, int64_t n, int64_t in, int64_t f)
 
 /* ---- rope_kv_write ---- */
 
+/* rope_shift != 0: rotary positions apart from the cache positions (Qwen3-VL's
+ * rope_delta), given as rope_positions. */
 static void rope_cache_case(orin_dtype dt, int64_t n, int64_t heads, int64_t kv_heads, int64_t hd,
-                            bool norms, int32_t pos0)
+                            bool norms, int32_t pos0, int32_t rope_shift)
 {
     enum { SPARE = 5 };
     ops_rng rng = {.state = 40 + (uint64_t)(n * hd + heads)};
@@ -230,9 +232,11 @@ static void rope_cache_case(orin_dtype dt, int64_t n, int64_t heads, int64_t kv_
     ops_buf qn = ops_buf_random(&rng, dt, hd, -2, 2), kn = ops_buf_random(&rng, dt, hd, -2, 2);
     ops_buf ck1 = ops_buf_random(&rng, dt, cap * row, 5, 6), cv1 = ops_buf_random(&rng, dt, cap * row, 5, 6);
     ops_buf ck2 = copy_buf(&ck1), cv2 = copy_buf(&cv1);
-    int32_t *pos = malloc(n * sizeof *pos);
-    for (int64_t i = 0; i < n; i++) /* distinct, unordered positions */
+    int32_t *pos = malloc(n * sizeof *pos), *rpos = malloc(n * sizeof *rpos);
+    for (int64_t i = 0; i < n; i++) { /* distinct, unordered positions */
         pos[i] = pos0 + (int32_t)((i * 7) % n);
+        rpos[i] = pos[i] + rope_shift;
+    }
     orin_kv_view view = {.dtype = dt, .n_kv_heads = (int32_t)kv_heads, .head_dim = (int32_t)hd,
                          .pos_stride = row, .head_stride = hd, .capacity = (int32_t)cap};
     orin_kv_view view1 = view, view2 = view;
@@ -242,11 +246,14 @@ static void rope_cache_case(orin_dtype dt, int64_t n, int64_t heads, int64_t kv_
     view2.v = ops_dev(cv2.data, cap * row * orin_dtype_size(dt));
     const int64_t qd[3] = {n, heads, hd}, kd[3] = {n, kv_heads, hd};
     orin_tensor positions = ops_tensor(pos, ORIN_I32, 1, &n);
+    orin_tensor rope_positions = rope_shift ? ops_tensor(rpos, ORIN_I32, 1, &n) : positions;
     orin_rope_kv_write_args fused = {
         .q = ops_tensor(q1.data, dt, 3, qd), .k = ops_tensor(k1.data, dt, 3, kd),
         .v = ops_tensor(v.data, dt, 3, kd), .positions = positions, .eps = 1e-6f,
         .theta = 1e6f, .cache = view1,
     };
+    if (rope_shift)
+        fused.rope_positions = rope_positions;
     if (norms) {
         fused.q_norm = ops_tensor(qn.data, dt, 1, &hd);
         fused.k_norm = ops_tensor(kn.data, dt, 1, &hd);
@@ -258,13 +265,13 @@ static void rope_cache_case(orin_dtype dt, int64_t n, int64_t heads, int64_t kv_
                             .weight = fused.k_norm, .eps = 1e-6f};
     nq.out = nq.x;
     nk.out = nk.x;
-    orin_rope_args rq = {.x = q2t, .positions = positions, .theta = 1e6f};
-    orin_rope_args rk = {.x = k2t, .positions = positions, .theta = 1e6f};
+    orin_rope_args rq = {.x = q2t, .positions = rope_positions, .theta = 1e6f};
+    orin_rope_args rk = {.x = k2t, .positions = rope_positions, .theta = 1e6f};
     orin_kv_write_args kw = {.k = k2t, .v = fused.v, .positions = positions, .cache = view2};
     char what[160];
-    snprintf(what, sizeof what, "rope_kv_write %s n %lld heads %lld/%lld hd %lld%s from %d",
-             orin_dtype_name(dt), (long long)n, (long long)heads, (long long)kv_heads,
-             (long long)hd, norms ? " with q/k norms" : "", pos0);
+    snprintf(what, sizeof what, "rope_kv_write %s n %lld heads %lld/%lld hd %lld%s from %d, "
+             "rotated %+d", orin_dtype_name(dt), (long long)n, (long long)heads,
+             (long long)kv_heads, (long long)hd, norms ? " with q/k norms" : "", pos0, rope_shift);
     bool ok = run(impl_of(ORIN_OP_ROPE_KV_WRITE, dt), &fused) == 0;
     if (ok && norms)
         ok = run(impl_of(ORIN_OP_RMSNORM, dt), &nq) == 0 && run(impl_of(ORIN_OP_RMSNORM, dt), &nk) == 0;
@@ -284,6 +291,7 @@ static void rope_cache_case(orin_dtype dt, int64_t n, int64_t heads, int64_t kv_
     }
     ops_release();
     free(pos);
+    free(rpos);
     ops_buf *all[] = {&q1, &q2, &k1, &k2, &v, &qn, &kn, &ck1, &cv1, &ck2, &cv2};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         ops_buf_free(all[i]);
@@ -349,10 +357,16 @@ int main(int argc, char **argv)
         swiglu_case(dt, 3, 256, 384);
         if (!quick)
             swiglu_case(dt, 1, 4096, 12288);
-        rope_cache_case(dt, 1, 32, 8, 128, true, 4000);
-        rope_cache_case(dt, 9, 4, 2, 64, true, 0);
-        rope_cache_case(dt, 5, 14, 2, 64, false, 1000);
-        rope_cache_case(dt, 1, 28, 4, 128, false, 31000);
+        rope_cache_case(dt, 1, 32, 8, 128, true, 4000, 0);
+        rope_cache_case(dt, 9, 4, 2, 64, true, 0, 0);
+        rope_cache_case(dt, 5, 14, 2, 64, false, 1000, 0);
+        rope_cache_case(dt, 1, 28, 4, 128, false, 31000, 0);
+        /* Qwen3-VL after an image: rotated behind (rope_delta < 0) or ahead */
+        rope_cache_case(dt, 1, 32, 8, 128, true, 900, -700);
+        rope_cache_case(dt, 7, 4, 2, 64, true, 10, 333);
+        /* head_dims below a warp's pairs (the tiny Qwen3-VL fixture's 32) */
+        rope_cache_case(dt, 3, 4, 2, 32, true, 5, 7);
+        rope_cache_case(dt, 2, 3, 1, 6, true, 0, 0);
         gemv_case(dt, 4096, 1024, 0);  /* few rows: one row a block */
         gemv_case(dt, 4096, 4096, 0);
         gemv_case(dt, 1000, 8193, 1);  /* x off alignment: the scalar path */

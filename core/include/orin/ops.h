@@ -264,8 +264,11 @@ typedef struct orin_matmul_swiglu_args {
 
 /* The attention prologue of a Qwen layer: q and k each rmsnorm'ed per head with
  * q_norm / k_norm [hd] (Qwen3; skipped when their data is NULL), then rotated
- * (rope, theta), then k and v written into the cache at positions:
+ * (rope, theta) at rope_positions, then k and v written into the cache at
+ * positions:
  *   q [n, H, hd] in place, k [n, Hkv, hd] in place, v [n, Hkv, hd].
+ * rope_positions i32 [n] with NULL data means positions (Qwen3-VL rotates the
+ * tokens after an image at cache position + rope_delta).
  * The same function as rmsnorm, rmsnorm, rope, rope, kv_write. */
 typedef struct orin_rope_kv_write_args {
     orin_tensor q;
@@ -274,6 +277,7 @@ typedef struct orin_rope_kv_write_args {
     orin_tensor q_norm;
     orin_tensor k_norm;
     orin_tensor positions;
+    orin_tensor rope_positions;
     float eps;
     float theta;
     orin_kv_view cache;
