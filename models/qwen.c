@@ -97,6 +97,7 @@ typedef struct vl_images {
                                              embeds' rows through the embedding op */
     orin_tensor *deepstack;               /* n_deepstack device [T, d] */
     int32_t n_deepstack;
+    int64_t tokens;                       /* T */
     int32_t chunk0;                       /* sequence index of the chunk's first row */
 } vl_images;
 
@@ -1665,25 +1666,36 @@ static int vl_tables(orin_model *m, const int32_t *ids, int32_t n, int32_t start
     return rc;
 }
 
-/* Device copies of the encoder's output in the compute dtype: the embeddings,
- * the DeepStack features and the row index. */
-static int upload_images(orin_model *m, const orin_vision_output *vo, vl_images *img,
-                         void **mem)
+/* Device buffers for the encoder's output in the compute dtype (the
+ * embeddings and the DeepStack features, which it writes there) and the row
+ * index, one allocation in *mem; tokens = the merged patches of the grids. */
+static int alloc_images(orin_model *m, const orin_vision_grid *grids, int n_images,
+                        vl_images *img, orin_vision_device_output *vo, void **mem)
 {
-    const int64_t T = vo->tokens, d = m->cfg.hidden_size;
+    const orin_vision_config *vc = orin_vision_get_config(m->vision);
+    int64_t T = 0;
+    for (int i = 0; i < n_images; i++) {
+        const orin_vision_grid *g = &grids[i];
+        if (g->t < 1 || g->h < 1 || g->w < 1 || g->h % vc->merge || g->w % vc->merge ||
+            (int64_t)g->t * g->h * g->w > INT32_MAX / 4)
+            return orin_error_set("image %d: grid [%d, %d, %d]: t, h and w must be positive, h "
+                                  "and w multiples of the merge size %d", i + 1, g->t, g->h,
+                                  g->w, vc->merge);
+        T += (int64_t)g->t * g->h * g->w / ((int64_t)vc->merge * vc->merge);
+    }
+    const int64_t d = m->cfg.hidden_size, md[2] = {T, d};
     const size_t mat = (size_t)(T * d) * orin_dtype_size(m->dtype);
-    const int64_t md[2] = {T, d};
-    *mem = m->dev->ops->alloc(m->dev, mat * (size_t)(1 + vo->n_deepstack) +
+    *mem = m->dev->ops->alloc(m->dev, mat * (size_t)(1 + vc->n_deepstack) +
                                           (size_t)T * sizeof(int32_t));
     int32_t *index = malloc((size_t)T * sizeof *index);
     int rc = *mem && index ? 0 : orin_error_set("image embeddings: cannot allocate %.1f MiB",
-                                                (double)mat * (1 + vo->n_deepstack) / 1048576.0);
+                                                (double)mat * (1 + vc->n_deepstack) / 1048576.0);
     char *p = *mem;
-    for (int j = -1; rc == 0 && j < vo->n_deepstack; j++, p += mat) {
+    vo->n_deepstack = img->n_deepstack = vc->n_deepstack;
+    for (int j = -1; rc == 0 && j < vc->n_deepstack; j++, p += mat) {
         orin_tensor *t = j < 0 ? &img->embeds : &img->deepstack[j];
         *t = orin_tensor_make(p, m->dtype, m->dev->kind, 2, md);
-        rc = m->dev->ops->upload(m->dev, p, m->dtype, j < 0 ? vo->embeds : vo->deepstack[j],
-                                 ORIN_F32, (size_t)(T * d));
+        *(j < 0 ? &vo->embeds : &vo->deepstack[j]) = *t;
     }
     for (int64_t i = 0; rc == 0 && i < T; i++)
         index[i] = (int32_t)i;
@@ -1691,7 +1703,7 @@ static int upload_images(orin_model *m, const orin_vision_output *vo, vl_images 
         img->index = orin_tensor_make(p, ORIN_I32, m->dev->kind, 1, &T);
         rc = m->dev->ops->copy_h2d(m->dev, p, index, (size_t)T * sizeof *index);
     }
-    img->n_deepstack = vo->n_deepstack;
+    img->tokens = T;
     free(index);
     return rc;
 }
@@ -1719,7 +1731,7 @@ static int prefill_images(orin_model *m, const int32_t *ids, int32_t n, int32_t 
     orin_vl_grid lg[ORIN_MODEL_MAX_IMAGES];
     orin_tensor ds[ORIN_VISION_MAX_DEEPSTACK];
     vl_images img = {.deepstack = ds};
-    orin_vision_output vo = {0};
+    orin_vision_device_output vo = {0};
     float *pixels = NULL, *cos = malloc((size_t)n * half * sizeof *cos);
     float *sin = malloc((size_t)n * half * sizeof *sin);
     int32_t *feature = malloc((size_t)n * sizeof *feature);
@@ -1735,13 +1747,13 @@ static int prefill_images(orin_model *m, const int32_t *ids, int32_t n, int32_t 
         rc = vl_tables(m, ids, n, start_pos, lg, n_images, cos, sin, &delta);
     const double t0 = orin_seconds();
     if (rc == 0)
-        rc = orin_vision_encode(m->vision, pixels, rows, images[0].cols, vg, n_images, false,
-                                &vo);
+        rc = alloc_images(m, vg, n_images, &img, &vo, &mem);
     if (rc == 0)
-        rc = map_features(m, ids, n, vo.tokens, feature);
+        rc = map_features(m, ids, n, img.tokens, feature);
     if (rc == 0)
-        rc = upload_images(m, &vo, &img, &mem);
-    /* the encoder ends with its results copied back: nothing of it is in flight */
+        rc = orin_vision_encode_device(m->vision, pixels, rows, images[0].cols, vg, n_images,
+                                       &vo);
+    /* the encoder returns with the device idle: nothing of it is in flight */
     m->vision_s = orin_seconds() - t0;
     if (rc == 0) {
         img.feature = feature;
@@ -1756,7 +1768,6 @@ static int prefill_images(orin_model *m, const int32_t *ids, int32_t n, int32_t 
         m->rope_delta = delta;
     if (mem)
         m->dev->ops->free(m->dev, mem);
-    orin_vision_output_free(&vo);
     free(pixels);
     free(cos);
     free(sin);

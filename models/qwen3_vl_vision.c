@@ -18,6 +18,7 @@
 #include "qwen3_vl_vision.h"
 
 #include "orin/error.h"
+#include "orin/op_check.h"
 #include "orin/file.h"
 #include "orin/graph.h"
 #include "orin/safetensors.h"
@@ -572,7 +573,8 @@ typedef struct run_bufs {
     orin_tensor pixels, x, h, q, k, v, attn, o, f, pos, cos, sin, cu;
     orin_tensor m1, m2;                   /* [merged, D] */
     orin_tensor embeds;                   /* [merged, out_hidden] */
-    orin_tensor deep[ORIN_VISION_MAX_DEEPSTACK];
+    orin_tensor deep[ORIN_VISION_MAX_DEEPSTACK]; /* embeds and these: the caller's, or
+                                                    allocated here (allocs) */
     void *allocs[32 + ORIN_VISION_MAX_DEEPSTACK];
     int n_allocs;
     void *workspace;
@@ -600,8 +602,29 @@ static void run_bufs_free(orin_vision_encoder *e, run_bufs *b)
         e->dev->ops->free(e->dev, b->workspace);
 }
 
+/* The caller's output tensors: device, the encoder's dtype, [merged, out_hidden]. */
+static int check_outputs(orin_vision_encoder *e, run_bufs *b, const orin_vision_device_output *o)
+{
+    const orin_vision_config *c = &e->cfg;
+    const char *label = "vision encoder";
+    if (o->n_deepstack != c->n_deepstack)
+        return orin_error_set("%s: %d deepstack outputs given, the config has %d", label,
+                              o->n_deepstack, c->n_deepstack);
+    for (int j = -1; j < c->n_deepstack; j++) {
+        const orin_tensor *t = j < 0 ? &o->embeds : &o->deepstack[j];
+        if (orin_check_tensor(label, j < 0 ? "embeds" : "deepstack", t, e->dev->kind, e->dtype,
+                              2, 2) ||
+            orin_check_dim(label, "output", t, 0, b->merged) ||
+            orin_check_dim(label, "output", t, 1, c->out_hidden))
+            return -1;
+        *(j < 0 ? &b->embeds : &b->deep[j]) = *t;
+    }
+    return 0;
+}
+
+/* outputs: the caller's embeds and deepstack tensors, or NULL to allocate them. */
 static int run_bufs_make(orin_vision_encoder *e, run_bufs *b, int64_t n, int64_t cols,
-                         int64_t frames)
+                         int64_t frames, const orin_vision_device_output *outputs)
 {
     const orin_vision_config *c = &e->cfg;
     const orin_dtype dt = e->dtype;
@@ -621,8 +644,10 @@ static int run_bufs_make(orin_vision_encoder *e, run_bufs *b, int64_t n, int64_t
              buf_alloc(e, b, &b->sin, ORIN_F32, n, c->head_dim / 2, "sin") ||
              buf_alloc(e, b, &b->cu, ORIN_I32, frames + 1, 0, "cu_seqlens") ||
              buf_alloc(e, b, &b->m1, dt, b->merged, D, "merger") ||
-             buf_alloc(e, b, &b->m2, dt, b->merged, D, "merger") ||
-             buf_alloc(e, b, &b->embeds, dt, b->merged, c->out_hidden, "embeds");
+             buf_alloc(e, b, &b->m2, dt, b->merged, D, "merger");
+    if (rc || outputs)
+        return rc || check_outputs(e, b, outputs) ? -1 : 0;
+    rc = buf_alloc(e, b, &b->embeds, dt, b->merged, c->out_hidden, "embeds");
     for (int j = 0; rc == 0 && j < c->n_deepstack; j++)
         rc = buf_alloc(e, b, &b->deep[j], dt, b->merged, c->out_hidden, "deepstack");
     return rc ? -1 : 0;
@@ -791,7 +816,8 @@ static int run_stage(orin_vision_encoder *e, run_bufs *r, builder *b)
     return rc;
 }
 
-/* The stages in order; with trace each one's output is copied back. */
+/* The stages in order; with trace each one's output is copied back, and the
+ * results are unless the caller gave their device tensors (out NULL). */
 static int run_all(orin_vision_encoder *e, run_bufs *r, bool trace, orin_vision_output *out)
 {
     const orin_vision_config *c = &e->cfg;
@@ -824,9 +850,9 @@ static int run_all(orin_vision_encoder *e, run_bufs *r, bool trace, orin_vision_
         add_merger(e, &b, r, &e->merger, false, r->embeds);
         rc = run_stage(e, r, &b);
     }
-    if (rc == 0)
+    if (rc == 0 && out)
         rc = (out->embeds = fetch(e, &r->embeds)) ? 0 : -1;
-    for (int j = 0; rc == 0 && j < c->n_deepstack; j++)
+    for (int j = 0; rc == 0 && out && j < c->n_deepstack; j++)
         rc = (out->deepstack[j] = fetch(e, &r->deep[j])) ? 0 : -1;
     orin_graph_free(b.g);
     return rc;
@@ -873,7 +899,7 @@ int orin_vision_encode(orin_vision_encoder *e, const float *pixel_values, int64_
     if (host_tables_make(e, grids, n_images, n, &t) != 0)
         return -1;
     run_bufs r;
-    int rc = run_bufs_make(e, &r, n, cols, t.frames) ||
+    int rc = run_bufs_make(e, &r, n, cols, t.frames, NULL) ||
              run_bufs_fill(e, &r, pixel_values, &t);
     out->tokens = r.merged;
     out->out_hidden = c->out_hidden;
@@ -907,4 +933,29 @@ void orin_vision_output_free(orin_vision_output *out)
         free(out->blocks[i]);
     free(out->blocks);
     memset(out, 0, sizeof *out);
+}
+
+int orin_vision_encode_device(orin_vision_encoder *e, const float *pixel_values, int64_t rows,
+                              int64_t cols, const orin_vision_grid *grids, int n_images,
+                              const orin_vision_device_output *outputs)
+{
+    int64_t n = 0;
+    if (!outputs)
+        return orin_error_set("vision encoder: no output tensors");
+    if (check_inputs(&e->cfg, pixel_values, rows, cols, grids, n_images, &n) != 0)
+        return -1;
+    host_tables t;
+    if (host_tables_make(e, grids, n_images, n, &t) != 0)
+        return -1;
+    run_bufs r;
+    int rc = run_bufs_make(e, &r, n, cols, t.frames, outputs) ||
+             run_bufs_fill(e, &r, pixel_values, &t);
+    if (rc == 0)
+        rc = run_all(e, &r, false, NULL);
+    /* the buffers are freed at once: the device must be done with them */
+    if (e->dev->ops->synchronize(e->dev) != 0 && rc == 0)
+        rc = -1;
+    run_bufs_free(e, &r);
+    host_tables_free(&t);
+    return rc ? -1 : 0;
 }

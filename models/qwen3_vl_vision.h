@@ -89,4 +89,19 @@ int orin_vision_encode(orin_vision_encoder *enc, const float *pixel_values, int6
                        orin_vision_output *out);
 void orin_vision_output_free(orin_vision_output *out);
 
+/* The device tensors orin_vision_encode_device writes: each [tokens,
+ * out_hidden] in the encoder's dtype on its device (tokens: sum of t*h*w /
+ * merge^2), n_deepstack of them as the config has. */
+typedef struct orin_vision_device_output {
+    orin_tensor embeds;
+    int32_t n_deepstack;
+    orin_tensor deepstack[ORIN_VISION_MAX_DEEPSTACK];
+} orin_vision_device_output;
+
+/* orin_vision_encode, its results left where the language model reads them
+ * (no copy to the host and back). Returns with the device idle. */
+int orin_vision_encode_device(orin_vision_encoder *e, const float *pixel_values, int64_t rows,
+                              int64_t cols, const orin_vision_grid *grids, int n_images,
+                              const orin_vision_device_output *outputs);
+
 #endif
