@@ -17,6 +17,7 @@
  * the merger), so that a trace can copy the residual stream back after each. */
 #include "qwen3_vl_vision.h"
 
+#include "orin/cpu_util.h"
 #include "orin/error.h"
 #include "orin/op_check.h"
 #include "orin/file.h"
@@ -467,34 +468,52 @@ static void axis_taps(int64_t i, int32_t n, int32_t side, int64_t tap[2], double
     weight[1] = src - f;
 }
 
-/* One frame's interpolated position embedding, [h*w, d]: each patch the
- * 4-tap bilinear blend of the table's rows. */
-static int frame_pos(const orin_vision_encoder *e, const orin_vision_grid *g, float *pos)
+/* One frame's interpolated position embedding. */
+typedef struct pos_job {
+    const orin_vision_encoder *e;
+    const orin_vision_grid *g;
+    float *pos;                           /* [h*w, d] */
+} pos_job;
+
+enum { POS_TASK_PATCHES = 64 };
+
+/* Patches [task * POS_TASK_PATCHES, ...) of the frame: each the 4-tap
+ * bilinear blend of the table's rows, summed in double. */
+static int frame_pos_task(void *ctx, int worker, int64_t task)
 {
-    const orin_vision_config *c = &e->cfg;
-    const int64_t d = c->hidden;
-    double *acc = malloc((size_t)d * sizeof(double));
-    if (!acc)
-        return orin_error_set("vision encoder: out of memory");
-    for (int64_t k = 0; k < (int64_t)g->h * g->w; k++) {
+    const pos_job *job = ctx;
+    const orin_vision_config *c = &job->e->cfg;
+    const int64_t d = c->hidden, patches = (int64_t)job->g->h * job->g->w;
+    const int64_t k1 = (task + 1) * POS_TASK_PATCHES < patches ? (task + 1) * POS_TASK_PATCHES
+                                                               : patches;
+    (void)worker;
+    for (int64_t k = task * POS_TASK_PATCHES; k < k1; k++) {
         int64_t row, col, th[2], tw[2];
         double wh[2], ww[2];
-        patch_rc(k, g->w, c->merge, &row, &col);
-        axis_taps(row, g->h, c->side, th, wh);
-        axis_taps(col, g->w, c->side, tw, ww);
+        patch_rc(k, job->g->w, c->merge, &row, &col);
+        axis_taps(row, job->g->h, c->side, th, wh);
+        axis_taps(col, job->g->w, c->side, tw, ww);
+        const float *t00 = job->e->pos_table + (th[0] * c->side + tw[0]) * d;
+        const float *t01 = job->e->pos_table + (th[0] * c->side + tw[1]) * d;
+        const float *t10 = job->e->pos_table + (th[1] * c->side + tw[0]) * d;
+        const float *t11 = job->e->pos_table + (th[1] * c->side + tw[1]) * d;
+        const double w00 = wh[0] * ww[0], w01 = wh[0] * ww[1];
+        const double w10 = wh[1] * ww[0], w11 = wh[1] * ww[1];
+        float *out = job->pos + k * d;
         for (int64_t j = 0; j < d; j++)
-            acc[j] = 0.0;
-        for (int a = 0; a < 2; a++)
-            for (int b = 0; b < 2; b++) {
-                const float *t = e->pos_table + (th[a] * c->side + tw[b]) * d;
-                for (int64_t j = 0; j < d; j++)
-                    acc[j] += wh[a] * ww[b] * t[j];
-            }
-        for (int64_t j = 0; j < d; j++)
-            pos[k * d + j] = (float)acc[j];
+            out[j] = (float)(w00 * t00[j] + w01 * t01[j] + w10 * t10[j] + w11 * t11[j]);
     }
-    free(acc);
     return 0;
+}
+
+/* One frame's interpolated position embedding, [h*w, d], on the host's
+ * threads (a 1024 x 768 image: 3,072 patches x 1,152 values, some 10 ms on
+ * one core). */
+static int frame_pos(const orin_vision_encoder *e, const orin_vision_grid *g, float *pos)
+{
+    pos_job job = {.e = e, .g = g, .pos = pos};
+    const int64_t tasks = ((int64_t)g->h * g->w + POS_TASK_PATCHES - 1) / POS_TASK_PATCHES;
+    return orin_cpu_parallel_for(orin_cpu_threads(e->dev), tasks, frame_pos_task, &job);
 }
 
 /* One frame's rotary tables [h*w, hd/2]: frequency j < hd/4 turns with the
