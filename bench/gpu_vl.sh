@@ -22,15 +22,12 @@
 #                 prefills the whole prompt again); greedy, GEN tokens (the
 #                 folder's lm_head rows of the end tokens are 0, so no turn
 #                 ends early). Its stats line gives image_preprocess_ms (PNG
-#                 decode + preprocessing), vision_prefill_ms (vision encoder +
-#                 prefill, one figure), ttft_ms (from the prefill's start to
-#                 the first token) and decode_tok_s (rescaled to decode steps
-#                 per second: see the notes under the table).
+#                 decode + preprocessing), vision_ms (the vision encoder),
+#                 vision_prefill_ms (encoder + the language model's prefill),
+#                 ttft_ms (from the prefill's start, encoder included, to the
+#                 first token) and decode_tok_s (decode steps per second).
 #   orin, text    orin-run --bench on qwen3-8b with as many prompt tokens as
-#                 the image prompt has, GEN decoded: the text-only decode, and
-#                 the language model's prefill of that length, which
-#                 vision_prefill_ms - it estimates orin's vision encoder
-#                 (marked ~: orin-run does not time the encoder apart).
+#                 the image prompt has, GEN decoded: the text-only decode.
 #   transformers  bench/torch_vl_generate.py: preprocess, vision, prefill,
 #                 TTFT, decode on the same folder and image (sdpa).
 # TTFT = preprocessing + the time to the first token, for both engines.
@@ -185,15 +182,8 @@ for row in sys.argv[4:]:
             res[(kind, dt)] = dict(
                 prompt=rows[-1]["prompt_tokens"], generated=rows[-1]["generated_tokens"],
                 turns=len(rows), pre=med(rows, "image_preprocess_ms"),
-                vis_pre=med(rows, "vision_prefill_ms"), first=med(rows, "ttft_ms"),
-                printed=med(rows, "decode_tok_s"),
-                # orin-run counts generated - 1 tokens over a window that holds
-                # `generated` decode steps (the last token is decoded into the
-                # cache too): per step, as --bench and transformers count
-                decode=statistics.median(r["decode_tok_s"] * r["generated_tokens"] /
-                                         (r["generated_tokens"] - 1) for r in rows
-                                         if r["generated_tokens"] > 1) if any(
-                    r["generated_tokens"] > 1 for r in rows) else nan)
+                vis=med(rows, "vision_ms"), vis_pre=med(rows, "vision_prefill_ms"),
+                first=med(rows, "ttft_ms"), decode=med(rows, "decode_tok_s"))
     elif rows:
         res[(kind, dt)] = rows[-1]
 
@@ -205,8 +195,7 @@ def f(x, w=9, p=1):
     return f"{x:{w}.{p}f}" if isinstance(x, (int, float)) and x == x else f"{'-':>{w}s}"
 
 
-print(f"{vl_shape}, one 1,024 x 768 image + a short prompt; times in ms (medians); "
-      "~: estimated (see below)")
+print(f"{vl_shape}, one 1,024 x 768 image + a short prompt; times in ms (medians)")
 print(f"{'engine':6s} {'dtype':5s} {'prompt':>6s} {'preproc':>9s} {'vision':>10s} "
       f"{'prefill':>10s} {'vis+pref':>9s} {'1st tok':>9s} {'TTFT':>9s} {'decode/s':>9s}")
 summary = []
@@ -214,13 +203,10 @@ for dt in dtypes:
     o, t, x = res.get(("orin-vl", dt)), res.get(("torch-vl", dt)), res.get(("orin-text", dt))
     o_ttft = t_ttft = nan
     if o:
-        text_prefill = (1e3 * x["prompt_tokens"] / x["prefill_tok_s"]
-                        if x and x.get("prefill_tok_s") else nan)
         o_ttft = o["pre"] + o["first"]
-        vis = o["vis_pre"] - text_prefill
-        print(f"{'orin':6s} {dt:5s} {o['prompt']:6d} {f(o['pre'])} {'~' + f(vis, 9)} "
-              f"{'~' + f(text_prefill, 9)} {f(o['vis_pre'])} {f(o['first'])} {f(o_ttft)} "
-              f"{f(o['decode'], 9, 2)}")
+        print(f"{'orin':6s} {dt:5s} {o['prompt']:6d} {f(o['pre'])} {' ' + f(o['vis'])} "
+              f"{' ' + f(o['vis_pre'] - o['vis'])} {f(o['vis_pre'])} {f(o['first'])} "
+              f"{f(o_ttft)} {f(o['decode'], 9, 2)}")
     else:
         print(f"{'orin':6s} {dt:5s} failed")
     if t:
@@ -240,8 +226,7 @@ for dt, o, t, x, ttft_ratio, dec_ratio in summary:
     print(f"{dt}: TTFT orin/torch {f(ttft_ratio, 5, 3).strip()} (target <= 0.5)"
           f"{verdict(ttft_ratio <= 0.5 if ttft_ratio == ttft_ratio else nan)}")
     if x:
-        print(f"{dt}: decode with the image {f(o['decode'] if o else nan, 1, 2).strip()} tok/s "
-              f"per step (orin-run printed {f(o['printed'] if o else nan, 1, 2).strip()}), "
+        print(f"{dt}: decode with the image {f(o['decode'] if o else nan, 1, 2).strip()} tok/s, "
               f"{text_shape} text-only {x['decode_tok_s']:.2f} tok/s at {x['prompt_tokens']} "
               f"prompt + {x['gen_tokens']} tokens ({100 * x.get('decode_roofline_fraction', nan):.1f} % "
               f"of its floor, copy bandwidth {x.get('bandwidth_gbs', nan):.0f} GB/s): ratio "
@@ -253,14 +238,10 @@ for dt, o, t, x, ttft_ratio, dec_ratio in summary:
     if t and t.get("warning"):
         print(f"{dt}: transformers: {t['warning']}")
 print()
-print("orin: preproc = PNG decode + preprocessing (image_preprocess_ms); vis+pref = vision "
-      "encoder + prefill (vision_prefill_ms, one figure); 1st tok = prefill start to the first "
-      "token (ttft_ms); TTFT = preproc + 1st tok; decode/s = decode steps per second: "
-      "orin-run prints (generated - 1) / (time from the first token to the end), a window "
-      "that holds `generated` decode steps (the last token is decoded too), so its figure is "
-      "scaled by generated / (generated - 1). orin-run does not time the vision encoder "
-      f"apart: ~prefill is --bench's prefill of as many text tokens on {text_shape}, ~vision "
-      "= vis+pref - ~prefill.")
+print("orin: preproc = PNG decode + preprocessing (image_preprocess_ms); vision = the "
+      "encoder (vision_ms); prefill = the language model's (vision_prefill_ms - vision_ms); "
+      "1st tok = prefill start (encoder included) to the first token (ttft_ms); TTFT = "
+      "preproc + 1st tok; decode/s = decode steps per second (decode_tok_s).")
 print("torch: preproc = image file + chat template + processor + to GPU; vision = "
       "get_image_features; vis+pref = one forward with the image; prefill = forward - vision; "
       "1st tok = generate(max_new_tokens=1); decode = (generate(N) - generate(1)) / (N - 1).")

@@ -252,7 +252,10 @@ static int reply_tokens(generator *g, const int32_t *ids, size_t n_ids, const in
     r->prefill_s = orin_seconds() - t0 - r->vision_s;
 
     r->stop = STOP_MAX_TOKENS;
-    double t_first = 0;
+    /* Decode speed: the steps between the first token's sample and the last
+     * one's (each a decode and a sample), not the decode that follows the last
+     * token so that the cache holds it. */
+    double t_first = 0, t_last = 0;
     while (r->generated < g->max_tokens) {
         if (*stop_flag) {
             r->stop = STOP_INTERRUPT;
@@ -261,8 +264,9 @@ static int reply_tokens(generator *g, const int32_t *ids, size_t n_ids, const in
         int32_t id = orin_model_sample(g->model, g->sampler, g->cached, g->n_cached);
         if (id < 0)
             goto out;
+        t_last = orin_seconds();
         if (r->generated == 0) {
-            t_first = orin_seconds();
+            t_first = t_last;
             r->first_token_s = t_first - t0;
         }
         r->generated++;
@@ -289,7 +293,7 @@ static int reply_tokens(generator *g, const int32_t *ids, size_t n_ids, const in
     if (orin_detokenizer_flush(dt, &tail, &tail_len) != 0 ||
         reply_append(r, tail, tail_len, g->stream) != 0)
         goto out;
-    r->decode_s = r->generated > 1 ? orin_seconds() - t_first : 0;
+    r->decode_s = r->generated > 1 ? t_last - t_first : 0;
     rc = 0;
 out:
     orin_detokenizer_free(dt);
@@ -339,7 +343,7 @@ static void image_stats(const reply *r, char *buf, size_t cap)
 void generator_print_stats(const generator *g, const reply *r, bool json)
 {
     double prefill_tps = r->prefill_s > 0 ? r->prefilled / r->prefill_s : 0;
-    /* Decode speed counts the tokens decoded after the first one was sampled. */
+    /* Decode speed: the steps from the first sampled token to the last (above). */
     double decode_tps = r->decode_s > 0 ? (r->generated - 1) / r->decode_s : 0;
     if (json) {
         fprintf(stderr,
