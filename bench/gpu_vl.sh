@@ -35,6 +35,8 @@
 # decode >= 0.95.
 #
 # Environment: DTYPES ("f16 bf16"), REPEATS (3), GEN (64), ATTENTION (fa2),
+# ORIN_VL_ARGS (more orin-run arguments for the image runs, e.g. -v: the
+# vision encoder's phases in orin-vl-DT.log),
 # PROMPT ("Describe this image."), HF (1; 0 skips transformers), BUILD (1),
 # DEVICE (cuda; cpu runs the whole script on the host, to try it out, e.g.
 # DEVICE=cpu VL_SHAPE=qwen3-vl-test TEXT_SHAPE=qwen3-0.6b DTYPES=f32 GEN=8
@@ -114,7 +116,7 @@ for dt in ${DTYPES:-f16 bf16}; do
   t0=$SECONDS
   for _ in $(seq 0 "$repeats"); do printf '/image %s\n%s\n/reset\n' "$img" "$prompt"; done |
     "$build/orin-run" --set model.path="$vl" "${orin_common[@]}" --set model.dtype="$dt" \
-      --set generate.temperature=0 --set generate.max_tokens="$gen" -i --json \
+      --set generate.temperature=0 --set generate.max_tokens="$gen" -i --json ${ORIN_VL_ARGS:-} \
       >"$out/orin-vl-$dt.txt" 2>"$out/orin-vl-$dt.log"
   rc=$?
   grep '^{' "$out/orin-vl-$dt.log" >"$out/orin-vl-$dt.jsonl"

@@ -1617,9 +1617,9 @@ int orin_model_prefill_on_device(orin_model *m, const int32_t *ids, int32_t n, i
 /* ---- prefill with images (Qwen3-VL) ------------------------------------------------ */
 
 /* The images' pixel_values one after the other, as orin_vision_encode takes
- * them, and their grids. */
-static int gather_pixels(const orin_model_image *images, int n_images, float **pixels,
-                         int64_t *rows, orin_vision_grid *vg, orin_vl_grid *lg)
+ * them, and their grids: one image's own array, several copied into *owned. */
+static int gather_pixels(const orin_model_image *images, int n_images, const float **pixels,
+                         float **owned, int64_t *rows, orin_vision_grid *vg, orin_vl_grid *lg)
 {
     int64_t total = 0;
     for (int i = 0; i < n_images; i++) {
@@ -1631,15 +1631,19 @@ static int gather_pixels(const orin_model_image *images, int n_images, float **p
         vg[i] = (orin_vision_grid){images[i].grid.t, images[i].grid.h, images[i].grid.w};
         lg[i] = images[i].grid;
     }
+    *rows = total;
+    if (n_images == 1) {
+        *pixels = images[0].pixel_values;
+        return 0;
+    }
     const size_t cols = (size_t)images[0].cols;
-    *pixels = malloc((size_t)total * cols * sizeof **pixels);
-    if (!*pixels)
+    *pixels = *owned = malloc((size_t)total * cols * sizeof **owned);
+    if (!*owned)
         return orin_error_set("pixel_values: out of memory");
     int64_t r = 0;
     for (int i = 0; i < n_images; r += images[i].rows, i++)
-        memcpy(*pixels + (size_t)r * cols, images[i].pixel_values,
-               (size_t)images[i].rows * cols * sizeof **pixels);
-    *rows = total;
+        memcpy(*owned + (size_t)r * cols, images[i].pixel_values,
+               (size_t)images[i].rows * cols * sizeof **owned);
     return 0;
 }
 
@@ -1732,7 +1736,8 @@ static int prefill_images(orin_model *m, const int32_t *ids, int32_t n, int32_t 
     orin_tensor ds[ORIN_VISION_MAX_DEEPSTACK];
     vl_images img = {.deepstack = ds};
     orin_vision_device_output vo = {0};
-    float *pixels = NULL, *cos = malloc((size_t)n * half * sizeof *cos);
+    const float *pixels = NULL;
+    float *owned = NULL, *cos = malloc((size_t)n * half * sizeof *cos);
     float *sin = malloc((size_t)n * half * sizeof *sin);
     int32_t *feature = malloc((size_t)n * sizeof *feature);
     void *mem = NULL;
@@ -1742,7 +1747,7 @@ static int prefill_images(orin_model *m, const int32_t *ids, int32_t n, int32_t 
     if (rc == 0)
         rc = check_tokens(m, ids, n, start_pos);
     if (rc == 0)
-        rc = gather_pixels(images, n_images, &pixels, &rows, vg, lg);
+        rc = gather_pixels(images, n_images, &pixels, &owned, &rows, vg, lg);
     if (rc == 0)
         rc = vl_tables(m, ids, n, start_pos, lg, n_images, cos, sin, &delta);
     const double t0 = orin_seconds();
@@ -1768,7 +1773,7 @@ static int prefill_images(orin_model *m, const int32_t *ids, int32_t n, int32_t 
         m->rope_delta = delta;
     if (mem)
         m->dev->ops->free(m->dev, mem);
-    free(pixels);
+    free(owned);
     free(cos);
     free(sin);
     free(feature);

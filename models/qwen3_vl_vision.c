@@ -59,6 +59,11 @@ struct orin_vision_encoder {
     vision_merger deepstack[ORIN_VISION_MAX_DEEPSTACK];
     void **allocs;                        /* the weights' device buffers */
     size_t n_allocs, cap_allocs;
+    /* A call's activations and the ops' workspace, kept for the next call
+     * (grown when an image needs more): an image of a size seen before
+     * allocates nothing, and no cudaFree stalls the stream. */
+    void *arena, *workspace;
+    size_t arena_size, workspace_size;
 };
 
 /* ---- config.json ---- */
@@ -434,6 +439,10 @@ void orin_vision_free(orin_vision_encoder *e)
         return;
     for (size_t i = 0; i < e->n_allocs; i++)
         e->dev->ops->free(e->dev, e->allocs[i]);
+    if (e->arena)
+        e->dev->ops->free(e->dev, e->arena);
+    if (e->workspace)
+        e->dev->ops->free(e->dev, e->workspace);
     free(e->allocs);
     free(e->blocks);
     free(e->pos_table);
@@ -586,39 +595,42 @@ static int host_tables_make(const orin_vision_encoder *e, const orin_vision_grid
 
 /* ---- the call ---- */
 
-/* The device buffers of one call, n patches, n / merge^2 merged tokens. */
+/* The device buffers of one call, n patches, n / merge^2 merged tokens, laid
+ * out in the encoder's arena. */
 typedef struct run_bufs {
     int64_t n, merged;
     orin_tensor pixels, x, h, q, k, v, attn, o, f, pos, cos, sin, cu;
     orin_tensor m1, m2;                   /* [merged, D] */
     orin_tensor embeds;                   /* [merged, out_hidden] */
     orin_tensor deep[ORIN_VISION_MAX_DEEPSTACK]; /* embeds and these: the caller's, or
-                                                    allocated here (allocs) */
-    void *allocs[32 + ORIN_VISION_MAX_DEEPSTACK];
-    int n_allocs;
-    void *workspace;
-    size_t workspace_size;
+                                                    in the arena too */
+    char *base;                           /* NULL while measuring the layout */
+    size_t used;
 } run_bufs;
 
-static int buf_alloc(orin_vision_encoder *e, run_bufs *b, orin_tensor *t, orin_dtype dt,
-                     int64_t rows, int64_t cols, const char *what)
+/* The next [rows, cols] (cols 0: [rows]) tensor of the layout, 256-byte aligned. */
+static void buf_take(const orin_vision_encoder *e, run_bufs *b, orin_tensor *t, orin_dtype dt,
+                     int64_t rows, int64_t cols)
 {
     const int64_t dims[2] = {rows, cols};
-    *t = orin_tensor_make(NULL, dt, e->dev->kind, cols ? 2 : 1, dims);
-    t->data = e->dev->ops->alloc(e->dev, orin_tensor_nbytes(t));
-    if (!t->data)
-        return orin_error_set("vision encoder: %s: cannot allocate %.1f MiB on %s", what,
-                              (double)orin_tensor_nbytes(t) / 1048576.0, e->dev->name);
-    b->allocs[b->n_allocs++] = t->data;
-    return 0;
+    *t = orin_tensor_make(b->base ? b->base + b->used : NULL, dt, e->dev->kind, cols ? 2 : 1,
+                          dims);
+    b->used += (orin_tensor_nbytes(t) + 255) & ~(size_t)255;
 }
 
-static void run_bufs_free(orin_vision_encoder *e, run_bufs *b)
+/* Grows a kept device buffer to at least `bytes` (its contents are not kept). */
+static int grow(orin_vision_encoder *e, void **buf, size_t *size, size_t bytes, const char *what)
 {
-    for (int i = 0; i < b->n_allocs; i++)
-        e->dev->ops->free(e->dev, b->allocs[i]);
-    if (b->workspace)
-        e->dev->ops->free(e->dev, b->workspace);
+    if (bytes <= *size)
+        return 0;
+    if (*buf)
+        e->dev->ops->free(e->dev, *buf);
+    *buf = e->dev->ops->alloc(e->dev, bytes);
+    *size = *buf ? bytes : 0;
+    if (!*buf)
+        return orin_error_set("vision encoder: %s: cannot allocate %.1f MiB on %s", what,
+                              (double)bytes / 1048576.0, e->dev->name);
+    return 0;
 }
 
 /* The caller's output tensors: device, the encoder's dtype, [merged, out_hidden]. */
@@ -641,35 +653,45 @@ static int check_outputs(orin_vision_encoder *e, run_bufs *b, const orin_vision_
     return 0;
 }
 
-/* outputs: the caller's embeds and deepstack tensors, or NULL to allocate them. */
-static int run_bufs_make(orin_vision_encoder *e, run_bufs *b, int64_t n, int64_t cols,
-                         int64_t frames, const orin_vision_device_output *outputs)
+/* The call's tensors at b->base (NULL: only b->used, the bytes they take). */
+static void run_bufs_layout(const orin_vision_encoder *e, run_bufs *b, int64_t cols,
+                            int64_t frames, bool outputs_given)
 {
     const orin_vision_config *c = &e->cfg;
     const orin_dtype dt = e->dtype;
-    const int64_t d = c->hidden, m2 = (int64_t)c->merge * c->merge, D = d * m2;
+    const int64_t n = b->n, d = c->hidden, D = d * c->merge * c->merge;
+    orin_tensor *const acts[] = {&b->x, &b->h, &b->q, &b->k, &b->v, &b->attn, &b->o, &b->pos};
+    b->used = 0;
+    buf_take(e, b, &b->pixels, dt, n, cols);
+    for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++)
+        buf_take(e, b, acts[i], dt, n, d);
+    buf_take(e, b, &b->f, dt, n, c->intermediate);
+    buf_take(e, b, &b->cos, ORIN_F32, n, c->head_dim / 2);
+    buf_take(e, b, &b->sin, ORIN_F32, n, c->head_dim / 2);
+    buf_take(e, b, &b->cu, ORIN_I32, frames + 1, 0);
+    buf_take(e, b, &b->m1, dt, b->merged, D);
+    buf_take(e, b, &b->m2, dt, b->merged, D);
+    if (outputs_given)
+        return;
+    buf_take(e, b, &b->embeds, dt, b->merged, c->out_hidden);
+    for (int j = 0; j < c->n_deepstack; j++)
+        buf_take(e, b, &b->deep[j], dt, b->merged, c->out_hidden);
+}
+
+/* outputs: the caller's embeds and deepstack tensors, or NULL to put them in
+ * the arena too. */
+static int run_bufs_make(orin_vision_encoder *e, run_bufs *b, int64_t n, int64_t cols,
+                         int64_t frames, const orin_vision_device_output *outputs)
+{
     memset(b, 0, sizeof *b);
     b->n = n;
-    b->merged = n / m2;
-    int rc = buf_alloc(e, b, &b->pixels, dt, n, cols, "pixel_values") ||
-             buf_alloc(e, b, &b->x, dt, n, d, "x") || buf_alloc(e, b, &b->h, dt, n, d, "h") ||
-             buf_alloc(e, b, &b->q, dt, n, d, "q") || buf_alloc(e, b, &b->k, dt, n, d, "k") ||
-             buf_alloc(e, b, &b->v, dt, n, d, "v") ||
-             buf_alloc(e, b, &b->attn, dt, n, d, "attention") ||
-             buf_alloc(e, b, &b->o, dt, n, d, "o") ||
-             buf_alloc(e, b, &b->f, dt, n, c->intermediate, "mlp") ||
-             buf_alloc(e, b, &b->pos, dt, n, d, "pos_embed") ||
-             buf_alloc(e, b, &b->cos, ORIN_F32, n, c->head_dim / 2, "cos") ||
-             buf_alloc(e, b, &b->sin, ORIN_F32, n, c->head_dim / 2, "sin") ||
-             buf_alloc(e, b, &b->cu, ORIN_I32, frames + 1, 0, "cu_seqlens") ||
-             buf_alloc(e, b, &b->m1, dt, b->merged, D, "merger") ||
-             buf_alloc(e, b, &b->m2, dt, b->merged, D, "merger");
-    if (rc || outputs)
-        return rc || check_outputs(e, b, outputs) ? -1 : 0;
-    rc = buf_alloc(e, b, &b->embeds, dt, b->merged, c->out_hidden, "embeds");
-    for (int j = 0; rc == 0 && j < c->n_deepstack; j++)
-        rc = buf_alloc(e, b, &b->deep[j], dt, b->merged, c->out_hidden, "deepstack");
-    return rc ? -1 : 0;
+    b->merged = n / ((int64_t)e->cfg.merge * e->cfg.merge);
+    run_bufs_layout(e, b, cols, frames, outputs != NULL);
+    if (grow(e, &e->arena, &e->arena_size, b->used, "activations"))
+        return -1;
+    b->base = e->arena;
+    run_bufs_layout(e, b, cols, frames, outputs != NULL);
+    return outputs ? check_outputs(e, b, outputs) : 0;
 }
 
 /* Uploads the call's inputs: pixel_values and the tables, converted. */
@@ -819,17 +841,10 @@ static int run_stage(orin_vision_encoder *e, run_bufs *r, builder *b)
 {
     if (b->rc != 0)
         return -1;
-    size_t ws = orin_graph_workspace_size(b->g);
-    if (ws > r->workspace_size) {
-        if (r->workspace)
-            e->dev->ops->free(e->dev, r->workspace);
-        r->workspace = e->dev->ops->alloc(e->dev, ws);
-        r->workspace_size = r->workspace ? ws : 0;
-        if (!r->workspace)
-            return orin_error_set("vision encoder: cannot allocate %zu bytes of workspace", ws);
-    }
-    orin_exec ex = {.device = e->dev, .workspace = r->workspace,
-                    .workspace_size = r->workspace_size};
+    if (grow(e, &e->workspace, &e->workspace_size, orin_graph_workspace_size(b->g), "workspace"))
+        return -1;
+    orin_exec ex = {.device = e->dev, .workspace = e->workspace,
+                    .workspace_size = e->workspace_size};
     int rc = orin_graph_run(b->g, &ex);
     orin_graph_reset(b->g);
     return rc;
@@ -931,7 +946,6 @@ int orin_vision_encode(orin_vision_encoder *e, const float *pixel_values, int64_
     }
     if (rc == 0)
         rc = run_all(e, &r, trace, out);
-    run_bufs_free(e, &r);
     host_tables_free(&t);
     if (rc != 0) {
         orin_vision_output_free(out);
@@ -963,18 +977,23 @@ int orin_vision_encode_device(orin_vision_encoder *e, const float *pixel_values,
         return orin_error_set("vision encoder: no output tensors");
     if (check_inputs(&e->cfg, pixel_values, rows, cols, grids, n_images, &n) != 0)
         return -1;
+    const double t0 = orin_seconds();
     host_tables t;
     if (host_tables_make(e, grids, n_images, n, &t) != 0)
         return -1;
+    const double t1 = orin_seconds();
     run_bufs r;
     int rc = run_bufs_make(e, &r, n, cols, t.frames, outputs) ||
              run_bufs_fill(e, &r, pixel_values, &t);
+    const double t2 = orin_seconds();
     if (rc == 0)
         rc = run_all(e, &r, false, NULL);
-    /* the buffers are freed at once: the device must be done with them */
+    /* idle on return: the caller's timing of the encoder is whole */
     if (e->dev->ops->synchronize(e->dev) != 0 && rc == 0)
         rc = -1;
-    run_bufs_free(e, &r);
     host_tables_free(&t);
+    orin_log(ORIN_LOG_DEBUG, "vision encoder: %lld patches: position tables %.1f ms, buffers "
+             "and upload %.1f ms, blocks and mergers %.1f ms", (long long)n, (t1 - t0) * 1e3,
+             (t2 - t1) * 1e3, (orin_seconds() - t2) * 1e3);
     return rc ? -1 : 0;
 }
