@@ -11,6 +11,7 @@
  * one of two pinned staging buffers while the GPU copies the previous chunk out
  * of the other, then converts it on the GPU when the dtypes differ. The staging
  * buffers are made at the first upload and kept until the device closes. */
+#include "orin/cpu_util.h"
 #include "orin/device.h"
 #include "orin/error.h"
 #include "device_internal.h"
@@ -187,6 +188,38 @@ static cuda_state *staging(orin_device *dev)
     return st;
 }
 
+/* memcpy into a staging buffer on the host's cores: one thread copies pageable
+ * memory at some 6-10 GB/s, below what the bus takes, and would bound every
+ * upload (weights at load, an image's pixels). */
+typedef struct copy_job {
+    char *dst;
+    const char *src;
+    size_t bytes;
+} copy_job;
+
+enum { COPY_SLICE = 1u << 20, COPY_PARALLEL_MIN = 4u << 20 };
+
+static int copy_slice(void *ctx, int worker, int64_t task)
+{
+    const copy_job *job = ctx;
+    const size_t at = (size_t)task * COPY_SLICE;
+    (void)worker;
+    const size_t len = job->bytes - at < COPY_SLICE ? job->bytes - at : COPY_SLICE;
+    memcpy(job->dst + at, job->src + at, len);
+    return 0;
+}
+
+static int staged_copy(const orin_device *dev, void *dst, const void *src, size_t bytes)
+{
+    if (bytes < COPY_PARALLEL_MIN) {
+        memcpy(dst, src, bytes);
+        return 0;
+    }
+    copy_job job = {.dst = dst, .src = src, .bytes = bytes};
+    const int64_t slices = (int64_t)((bytes + COPY_SLICE - 1) / COPY_SLICE);
+    return orin_cpu_parallel_for(orin_cpu_threads(dev), slices, copy_slice, &job);
+}
+
 static int cuda_upload(orin_device *dev, void *dst, orin_dtype dst_dt, const void *src,
                        orin_dtype src_dt, size_t n)
 {
@@ -209,7 +242,11 @@ static int cuda_upload(orin_device *dev, void *dst, orin_dtype dst_dt, const voi
         err = cudaEventSynchronize(st->copied[i]);
         if (err != cudaSuccess)
             break;
-        memcpy(st->pinned[i], (const char *)src + done * src_size, count * src_size);
+        if (staged_copy(dev, st->pinned[i], (const char *)src + done * src_size,
+                        count * src_size) != 0) {
+            rc = -1;
+            break;
+        }
         void *to = convert ? st->raw : (char *)dst + done * dst_size;
         err = cudaMemcpyAsync(to, st->pinned[i], count * src_size, cudaMemcpyHostToDevice, stream);
         if (err == cudaSuccess)
