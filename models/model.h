@@ -28,7 +28,7 @@ typedef struct orin_model_options {
     int32_t max_context;          /* KV cache capacity; 0 = the model's
                                      max_position_embeddings; ORIN_CONTEXT_AUTO (-1) =
                                      ORIN_DEFAULT_CONTEXT, or the model's limit if smaller */
-    int32_t prefill_chunk;        /* tokens per prefill pass */
+    int32_t prefill_chunk;        /* tokens per prefill pass; 0: the device's default */
     bool progress;                /* show loading progress (on a terminal) */
     bool cuda_graph;              /* replay the decode step as one device graph where the
                                      device has graphs and every decode op is graph-safe */
@@ -53,6 +53,11 @@ void orin_model_free(orin_model *m);
 
 const orin_model_config *orin_model_get_config(const orin_model *m);
 int32_t orin_model_context(const orin_model *m);  /* KV cache capacity in tokens */
+/* Prompt tokens one prefill pass takes (orin_model_options.prefill_chunk, or
+ * when that is 0 the device's default below, at most the context). */
+int32_t orin_model_prefill_chunk(const orin_model *m);
+#define ORIN_PREFILL_CHUNK_CPU 512
+#define ORIN_PREFILL_CHUNK_GPU 2048
 size_t orin_model_weight_bytes(const orin_model *m); /* weights on the device */
 /* The weight bytes a decode step reads: all of them but the input embedding
  * table (one row), unless that table is also the lm_head. */

@@ -1426,7 +1426,9 @@ int orin_model_load(const orin_model_options *opt, orin_model **out)
         goto fail;
     }
     assign_formats(m);
-    int32_t chunk = opt->prefill_chunk > 0 ? opt->prefill_chunk : 512;
+    int32_t chunk = opt->prefill_chunk > 0                   ? opt->prefill_chunk
+                    : m->dev->kind == ORIN_DEVICE_CUDA ? ORIN_PREFILL_CHUNK_GPU
+                                                       : ORIN_PREFILL_CHUNK_CPU;
     if (chunk > m->context)
         chunk = m->context;
     /* Bind, then check the memory plan, before loading gigabytes: a missing op
@@ -1477,6 +1479,11 @@ const orin_model_config *orin_model_get_config(const orin_model *m)
 int32_t orin_model_context(const orin_model *m)
 {
     return m->context;
+}
+
+int32_t orin_model_prefill_chunk(const orin_model *m)
+{
+    return m->buf.rows;
 }
 
 size_t orin_model_weight_bytes(const orin_model *m)

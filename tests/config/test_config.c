@@ -69,7 +69,7 @@ static void test_defaults(void)
     CHECK(cfg.runtime.fused_ops == true);
     CHECK(cfg.runtime.max_context == 4096);
     CHECK(cfg.runtime.threads == 0);
-    CHECK(cfg.runtime.prefill_chunk == 512);
+    CHECK(cfg.runtime.prefill_chunk == 0);
     CHECK(!strcmp(cfg.plugins.dir, ""));
     CHECK(!strcmp(cfg.plugins.load, ""));
     CHECK(!strcmp(cfg.attention.backend, "fa2"));
@@ -231,7 +231,7 @@ static void test_errors(void)
                  "out of range [0, 2147483647]");
     EXPECT_ERROR("[generate]\nmax_tokens = 2147483648\n", "out of range [0, 2147483647]");
     EXPECT_ERROR("[generate]\nmax_tokens = -1\n", "generate.max_tokens", "'-1'", "out of range");
-    EXPECT_ERROR("[runtime]\nprefill_chunk = 0\n", "runtime.prefill_chunk", "out of range [1,");
+    EXPECT_ERROR("[runtime]\nprefill_chunk = -1\n", "runtime.prefill_chunk", "out of range [0,");
     EXPECT_ERROR("[bench]\nrepeats = 1001\n", "bench.repeats", "'1001'", "out of range [1, 1000]");
     EXPECT_ERROR("[generate]\nseed = -1\n", "generate.seed", "'-1'", "not an unsigned integer");
     EXPECT_ERROR("[generate]\nseed = 18446744073709551616\n", "generate.seed", "out of range");

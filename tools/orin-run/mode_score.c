@@ -110,7 +110,7 @@ int mode_score(const orin_cli *cli)
     int32_t vocab = orin_model_get_config(e.model)->vocab_size;
     int rc = cli->cfg.score.path == ORIN_SCORE_DECODE
                  ? score_decode(e.model, &s, vocab)
-                 : score_prefill(e.model, &s, cli->cfg.runtime.prefill_chunk, vocab);
+                 : score_prefill(e.model, &s, orin_model_prefill_chunk(e.model), vocab);
     if (rc != 0 || text_buffer_printf(&s.out, "{\"tokens\": %d, \"scored\": %d, \"ppl\": %.9g}\n",
                                       s.n, s.n - 1, exp(-s.total / (s.n - 1))) != 0)
         goto fail;

@@ -39,7 +39,7 @@ typedef struct orin_config {
         bool fused_ops;                   /*                            default true */
         int32_t max_context;              /* >= 1; 0 = the model's max_position_embeddings, default 4096 */
         int32_t threads;                  /* >= 0; 0 = all cores        default 0 */
-        int32_t prefill_chunk;            /* tokens per prefill pass    default 512 */
+        int32_t prefill_chunk;            /* tokens per prefill pass    default 0: by device */
     } runtime;
 
     struct {

@@ -116,8 +116,8 @@ static const key_def keys[] = {
                            "smaller); 0 = the model's max_position_embeddings"},
     {"runtime", "threads", KEY_INT, FIELD(runtime.threads), INT_RANGE(0, 4096), .def = "0",
      .doc = "host threads for CPU ops; 0 = all cores"},
-    {"runtime", "prefill_chunk", KEY_INT, FIELD(runtime.prefill_chunk), INT_RANGE(1, INT32_MAX),
-     .def = "512", .doc = "prompt tokens per prefill pass"},
+    {"runtime", "prefill_chunk", KEY_INT, FIELD(runtime.prefill_chunk), INT_RANGE(0, INT32_MAX),
+     .def = "0", .doc = "prompt tokens per prefill pass; 0 = 512 on the CPU, 2048 on CUDA"},
 
     {"plugins", "dir", KEY_PATH, FIELD(plugins.dir), .def = "",
      .doc = "plugin folder; empty = the plugins folder of orin-run's build or install"},
