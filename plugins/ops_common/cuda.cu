@@ -4,7 +4,7 @@
  * Each op runs the same checks as its CPU twin (cpu.c), on ORIN_DEVICE_CUDA,
  * then launches on the exec's stream. Every kernel computes in f32 whatever the
  * dtype and rounds once on the way out, as the CPU does. Kernels loop over their
- * work (grid-stride), so grids are capped at GRID_BLOCKS_PER_SM blocks a
+ * work (grid-stride), so grids are capped at ORIN_CU_GRID_BLOCKS_PER_SM blocks a
  * multiprocessor, and depend on shapes and the device only, never on values in
  * device memory: everything here may be captured into a CUDA graph. */
 #include "cuda.h"
@@ -19,8 +19,6 @@
 
 #define CUDA ORIN_DEVICE_CUDA
 
-/* Blocks a multiprocessor gets at most; the grid-stride loops cover the rest. */
-#define GRID_BLOCKS_PER_SM 32
 /* Threads of the elementwise, embedding and kv_write blocks. */
 #define COPY_THREADS 256
 /* rmsnorm: rows up to this long take a warp each, longer ones a block of
@@ -35,16 +33,6 @@
 #define ROPE_MAX_HEAD_DIM 8192
 #define ROPE_THREADS 128
 #define ARGMAX_THREADS 1024
-
-/* Blocks for a grid-stride loop over `units`, `per_block` units a block. */
-static unsigned grid_for(const orin_exec *ex, int64_t units, int64_t per_block)
-{
-    int64_t blocks = (units + per_block - 1) / per_block;
-    int64_t cap = (int64_t)orin_cu_sm_count(ex) * GRID_BLOCKS_PER_SM;
-    if (blocks > cap)
-        blocks = cap;
-    return blocks < 1 ? 1u : (unsigned)blocks;
-}
 
 /* 16-byte accesses work for a run of rows when every pointer is 16-byte aligned
  * and a row is a whole number of 16-byte vectors (so every row start is). */
@@ -103,7 +91,7 @@ static void launch_embedding(const orin_exec *ex, const orin_embedding_args *a, 
 {
     const T *table = (const T *)a->table.data;
     T *out = (T *)a->out.data;
-    unsigned grid = grid_for(ex, n, 1);
+    unsigned grid = orin_cu_grid_for(ex, n, 1);
     cudaStream_t stream = orin_cu_stream(ex);
     if (rows_vectorisable(d, sizeof(T), table, out, out))
         embedding_kernel<T, true><<<grid, COPY_THREADS, 0, stream>>>(
@@ -221,11 +209,11 @@ static void launch_rmsnorm_as(const orin_exec *ex, const T *x, const T *w, T *ou
 {
     cudaStream_t stream = orin_cu_stream(ex);
     if (dim <= RMSNORM_WARP_DIM) {
-        unsigned grid = grid_for(ex, rows, RMSNORM_WARPS_PER_BLOCK);
+        unsigned grid = orin_cu_grid_for(ex, rows, RMSNORM_WARPS_PER_BLOCK);
         rmsnorm_warp_kernel<T, VEC><<<grid, 32 * RMSNORM_WARPS_PER_BLOCK, 0, stream>>>(
             x, w, out, rows, dim, eps);
     } else {
-        unsigned grid = grid_for(ex, rows, 1);
+        unsigned grid = orin_cu_grid_for(ex, rows, 1);
         rmsnorm_block_kernel<T, VEC><<<grid, RMSNORM_BLOCK_THREADS, 0, stream>>>(x, w, out, rows,
                                                                                  dim, eps);
     }
@@ -296,7 +284,7 @@ static void launch_rope(const orin_exec *ex, const orin_rope_args *a, int64_t n,
                         int half, const rope_table *table)
 {
     size_t shared = 2 * (size_t)half * sizeof(float);
-    rope_kernel<T><<<grid_for(ex, n, 1), ROPE_THREADS, shared, orin_cu_stream(ex)>>>(
+    rope_kernel<T><<<orin_cu_grid_for(ex, n, 1), ROPE_THREADS, shared, orin_cu_stream(ex)>>>(
         (T *)a->x.data, (const int32_t *)a->positions.data, n, heads, half, a->theta, *table);
 }
 
@@ -368,10 +356,10 @@ static void launch_binary(const orin_exec *ex, const void *a, const void *b, voi
     cudaStream_t stream = orin_cu_stream(ex);
     if (orin_cu_aligned16(a) && orin_cu_aligned16(b) && orin_cu_aligned16(out)) {
         int64_t vecs = total / orin_cu_vec<T>::n;
-        binary_kernel<T, Fn, true><<<grid_for(ex, vecs, COPY_THREADS), COPY_THREADS, 0, stream>>>(
+        binary_kernel<T, Fn, true><<<orin_cu_grid_for(ex, vecs, COPY_THREADS), COPY_THREADS, 0, stream>>>(
             (const T *)a, (const T *)b, (T *)out, total);
     } else {
-        binary_kernel<T, Fn, false><<<grid_for(ex, total, COPY_THREADS), COPY_THREADS, 0,
+        binary_kernel<T, Fn, false><<<orin_cu_grid_for(ex, total, COPY_THREADS), COPY_THREADS, 0,
                                       stream>>>((const T *)a, (const T *)b, (T *)out, total);
     }
 }
@@ -489,7 +477,7 @@ template <typename T>
 static void launch_argmax(const orin_exec *ex, const orin_argmax_args *a, int64_t rows,
                           int64_t len)
 {
-    argmax_kernel<T><<<grid_for(ex, rows, 1), ARGMAX_THREADS, 0, orin_cu_stream(ex)>>>(
+    argmax_kernel<T><<<orin_cu_grid_for(ex, rows, 1), ARGMAX_THREADS, 0, orin_cu_stream(ex)>>>(
         (const T *)a->x.data, (int32_t *)a->out.data, rows, len);
 }
 
@@ -553,11 +541,11 @@ static void launch_kv_write(const orin_exec *ex, const orin_kv_write_args *a, in
     if (rows_vectorisable(hd, sizeof(T), k, v, c->k) && orin_cu_aligned16(c->v) &&
         strides_bytes[0] % 16 == 0 && strides_bytes[1] % 16 == 0) {
         int64_t items = n * heads * (hd / orin_cu_vec<T>::n);
-        kv_write_kernel<T, true><<<grid_for(ex, items, COPY_THREADS), COPY_THREADS, 0, stream>>>(
+        kv_write_kernel<T, true><<<orin_cu_grid_for(ex, items, COPY_THREADS), COPY_THREADS, 0, stream>>>(
             k, v, pos, *c, n, heads, hd);
     } else {
         int64_t items = n * heads * hd;
-        kv_write_kernel<T, false><<<grid_for(ex, items, COPY_THREADS), COPY_THREADS, 0, stream>>>(
+        kv_write_kernel<T, false><<<orin_cu_grid_for(ex, items, COPY_THREADS), COPY_THREADS, 0, stream>>>(
             k, v, pos, *c, n, heads, hd);
     }
 }

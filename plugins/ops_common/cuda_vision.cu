@@ -3,7 +3,7 @@
  *
  * As in cuda.cu: each op runs the checks of its CPU twin on ORIN_DEVICE_CUDA,
  * then launches on the exec's stream; kernels compute in f32 whatever the dtype
- * and round once on the way out; grids are capped at GRID_BLOCKS_PER_SM blocks a
+ * and round once on the way out; grids are capped at ORIN_CU_GRID_BLOCKS_PER_SM blocks a
  * multiprocessor (grid-stride loops cover the rest) and are sized from shapes
  * only, so everything here may be captured into a CUDA graph. The CPU computes
  * in double; where plain f32 formulas would lose digits to cancellation (the
@@ -21,8 +21,6 @@
 
 #define CUDA ORIN_DEVICE_CUDA
 
-/* Blocks a multiprocessor gets at most; the grid-stride loops cover the rest. */
-#define GRID_BLOCKS_PER_SM 32
 /* Threads of the gelu blocks. */
 #define GELU_THREADS 256
 /* layernorm: a block a row, of up to LAYERNORM_MAX_THREADS threads (fewer for
@@ -33,16 +31,6 @@
 #define LAYERNORM_STAGED_DIM 8192
 /* rope.table: a token a block. */
 #define ROPE_TABLE_THREADS 128
-
-/* Blocks for a grid-stride loop over `units`, `per_block` units a block. */
-static unsigned grid_for(const orin_exec *ex, int64_t units, int64_t per_block)
-{
-    int64_t blocks = (units + per_block - 1) / per_block;
-    int64_t cap = (int64_t)orin_cu_sm_count(ex) * GRID_BLOCKS_PER_SM;
-    if (blocks > cap)
-        blocks = cap;
-    return blocks < 1 ? 1u : (unsigned)blocks;
-}
 
 /* A unit of work: a 16-byte vector (VEC) or one element. */
 template <typename T, bool VEC> struct unit_of {
@@ -168,7 +156,7 @@ static void launch_layernorm_as(const orin_exec *ex, const orin_layernorm_args *
     const T *x = (const T *)a->x.data, *w = (const T *)a->weight.data;
     const T *b = (const T *)a->bias.data;
     T *out = (T *)a->out.data;
-    const unsigned grid = grid_for(ex, rows, 1);
+    const unsigned grid = orin_cu_grid_for(ex, rows, 1);
     const unsigned threads = layernorm_threads(dim / unit_of<T, VEC>::n);
     cudaStream_t stream = orin_cu_stream(ex);
     if (dim <= LAYERNORM_STAGED_DIM)
@@ -267,10 +255,10 @@ static void launch_unary(const orin_exec *ex, const void *x, void *out, int64_t 
     cudaStream_t stream = orin_cu_stream(ex);
     if (orin_cu_aligned16(x) && orin_cu_aligned16(out)) {
         int64_t vecs = total / orin_cu_vec<T>::n;
-        unary_kernel<T, Fn, true><<<grid_for(ex, vecs, GELU_THREADS), GELU_THREADS, 0, stream>>>(
+        unary_kernel<T, Fn, true><<<orin_cu_grid_for(ex, vecs, GELU_THREADS), GELU_THREADS, 0, stream>>>(
             (const T *)x, (T *)out, total);
     } else {
-        unary_kernel<T, Fn, false><<<grid_for(ex, total, GELU_THREADS), GELU_THREADS, 0,
+        unary_kernel<T, Fn, false><<<orin_cu_grid_for(ex, total, GELU_THREADS), GELU_THREADS, 0,
                                      stream>>>((const T *)x, (T *)out, total);
     }
 }
@@ -331,7 +319,7 @@ template <typename T>
 static void launch_rope_table(const orin_exec *ex, const orin_rope_table_args *a, int64_t n,
                               int heads, int half)
 {
-    rope_table_kernel<T><<<grid_for(ex, n, 1), ROPE_TABLE_THREADS, 0, orin_cu_stream(ex)>>>(
+    rope_table_kernel<T><<<orin_cu_grid_for(ex, n, 1), ROPE_TABLE_THREADS, 0, orin_cu_stream(ex)>>>(
         (T *)a->x.data, (const float *)a->cos.data, (const float *)a->sin.data, n, heads, half);
 }
 

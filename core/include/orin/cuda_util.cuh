@@ -249,6 +249,21 @@ static inline int orin_cu_sm_count(const orin_exec *ex)
     return n;
 }
 
+/* Blocks a multiprocessor gets at most from orin_cu_grid_for: enough to hide
+ * latency; a grid-stride loop covers the rest of the work. */
+#define ORIN_CU_GRID_BLOCKS_PER_SM 32
+
+/* Blocks for a grid-stride loop over `units`, `per_block` units a block,
+ * capped at ORIN_CU_GRID_BLOCKS_PER_SM a multiprocessor; at least 1. */
+static inline unsigned orin_cu_grid_for(const orin_exec *ex, int64_t units, int64_t per_block)
+{
+    int64_t blocks = (units + per_block - 1) / per_block;
+    int64_t cap = (int64_t)orin_cu_sm_count(ex) * ORIN_CU_GRID_BLOCKS_PER_SM;
+    if (blocks > cap)
+        blocks = cap;
+    return blocks < 1 ? 1u : (unsigned)blocks;
+}
+
 /* The compute capability's major number of the exec's GPU (cached per ordinal;
  * 0 if unknown): 8 for Ampere and Orin, 9 for Hopper. */
 static inline int orin_cu_cc_major(const orin_exec *ex)
