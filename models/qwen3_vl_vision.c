@@ -481,15 +481,13 @@ static void axis_taps(int64_t i, int32_t n, int32_t side, int64_t tap[2], double
 typedef struct pos_job {
     const orin_vision_encoder *e;
     const orin_vision_grid *g;
-    void *pos;                            /* [h*w, d] in the encoder's dtype */
+    float *pos;                           /* [h*w, d] */
 } pos_job;
 
-enum { POS_TASK_PATCHES = 64, POS_CHUNK = 256 };
+enum { POS_TASK_PATCHES = 64 };
 
 /* Patches [task * POS_TASK_PATCHES, ...) of the frame: each the 4-tap
- * bilinear blend of the table's rows, summed in double, rounded to f32 and
- * then to the compute dtype here (half the bytes to upload in f16/bf16; the
- * same rounding the device's conversion does). */
+ * bilinear blend of the table's rows, summed in double. */
 static int frame_pos_task(void *ctx, int worker, int64_t task)
 {
     const pos_job *job = ctx;
@@ -510,15 +508,9 @@ static int frame_pos_task(void *ctx, int worker, int64_t task)
         const float *t11 = job->e->pos_table + (th[1] * c->side + tw[1]) * d;
         const double w00 = wh[0] * ww[0], w01 = wh[0] * ww[1];
         const double w10 = wh[1] * ww[0], w11 = wh[1] * ww[1];
-        for (int64_t j0 = 0; j0 < d; j0 += POS_CHUNK) {
-            float out[POS_CHUNK];
-            const int64_t len = d - j0 < POS_CHUNK ? d - j0 : POS_CHUNK;
-            for (int64_t j = j0; j < j0 + len; j++)
-                out[j - j0] = (float)(w00 * t00[j] + w01 * t01[j] + w10 * t10[j] +
-                                      w11 * t11[j]);
-            orin_cpu_store_f32(orin_cpu_elem(job->pos, job->e->dtype, k * d + j0),
-                               job->e->dtype, out, (size_t)len);
-        }
+        float *out = job->pos + k * d;
+        for (int64_t j = 0; j < d; j++)
+            out[j] = (float)(w00 * t00[j] + w01 * t01[j] + w10 * t10[j] + w11 * t11[j]);
     }
     return 0;
 }
@@ -526,7 +518,7 @@ static int frame_pos_task(void *ctx, int worker, int64_t task)
 /* One frame's interpolated position embedding, [h*w, d], on the host's
  * threads (a 1024 x 768 image: 3,072 patches x 1,152 values, some 10 ms on
  * one core). */
-static int frame_pos(const orin_vision_encoder *e, const orin_vision_grid *g, void *pos)
+static int frame_pos(const orin_vision_encoder *e, const orin_vision_grid *g, float *pos)
 {
     pos_job job = {.e = e, .g = g, .pos = pos};
     const int64_t tasks = ((int64_t)g->h * g->w + POS_TASK_PATCHES - 1) / POS_TASK_PATCHES;
@@ -566,11 +558,10 @@ static int frame_rope(const orin_vision_config *c, const orin_vision_grid *g, fl
     return 0;
 }
 
-/* The host side of a call: pos [n, d] (the compute dtype), cos and sin f32
- * [n, hd/2], cu_seqlens [frames + 1] (one attention segment a frame). */
+/* The host side of a call: pos [n, d], cos and sin [n, hd/2], cu_seqlens
+ * [frames + 1] (one attention segment a frame). */
 typedef struct host_tables {
-    void *pos;
-    float *cos, *sin;
+    float *pos, *cos, *sin;
     int32_t *cu;
     int64_t frames;
 } host_tables;
@@ -591,7 +582,7 @@ static int host_tables_make(const orin_vision_encoder *e, const orin_vision_grid
     memset(t, 0, sizeof *t);
     for (int i = 0; i < n_images; i++)
         t->frames += grids[i].t;
-    t->pos = malloc((size_t)(n * d) * orin_dtype_size(e->dtype));
+    t->pos = malloc((size_t)(n * d) * sizeof(float));
     t->cos = malloc((size_t)(n * half) * sizeof(float));
     t->sin = malloc((size_t)(n * half) * sizeof(float));
     t->cu = malloc((size_t)(t->frames + 1) * sizeof(int32_t));
@@ -605,7 +596,7 @@ static int host_tables_make(const orin_vision_encoder *e, const orin_vision_grid
         const int64_t area = (int64_t)grids[i].h * grids[i].w;
         /* every frame of an image has the same positions */
         for (int32_t f = 0; f < grids[i].t; f++, row += area) {
-            if (frame_pos(e, &grids[i], orin_cpu_elem(t->pos, e->dtype, row * d)) != 0) {
+            if (frame_pos(e, &grids[i], t->pos + row * d) != 0) {
                 host_tables_free(t);
                 return -1;
             }
@@ -727,7 +718,7 @@ static int run_bufs_fill(orin_vision_encoder *e, run_bufs *b, const float *pixel
     orin_device *dev = e->dev;
     return dev->ops->upload(dev, b->pixels.data, e->dtype, pixels, ORIN_F32,
                             (size_t)orin_tensor_numel(&b->pixels)) ||
-                   dev->ops->upload(dev, b->pos.data, e->dtype, t->pos, e->dtype,
+                   dev->ops->upload(dev, b->pos.data, e->dtype, t->pos, ORIN_F32,
                                     (size_t)orin_tensor_numel(&b->pos)) ||
                    dev->ops->copy_h2d(dev, b->cos.data, t->cos, orin_tensor_nbytes(&b->cos)) ||
                    dev->ops->copy_h2d(dev, b->sin.data, t->sin, orin_tensor_nbytes(&b->sin)) ||

@@ -368,14 +368,6 @@ extern "C" bool fa2_cuda_full_supports(const void *args, char *why, size_t why_c
     return false;
 }
 
-// attention.full's tile config: ORIN_FA2_PREFILL_CONFIG where it names one of
-// the two the kernel has (q128k64w4, q64k64w4), else the default.
-static int fa2_full_config(void)
-{
-    static const int env = fa2_read_env_config();
-    return env == FA2_Q64_K64_W4 ? FA2_Q64_K64_W4 : FA2_Q128_K64_W4;
-}
-
 // k and v [n, Hkv, hd] are read through a cache view of them (pos = token),
 // so that the kernel keeps its one K/V address function.
 extern "C" int fa2_cuda_attention_full(const orin_exec *ex, const orin_attention_full_args *a,
@@ -394,7 +386,7 @@ extern "C" int fa2_cuda_attention_full(const orin_exec *ex, const orin_attention
     if (dt != ORIN_F16 && dt != ORIN_BF16)
         return orin_error_set("%s: dtype %s (the tensor-core kernel runs f16 and bf16)", label,
                               orin_dtype_name(dt));
-    if ((n + 63) / 64 > 65535 || heads > INT_MAX || segments > INT_MAX)
+    if ((n + 127) / 128 > 65535 || heads > INT_MAX || segments > INT_MAX)
         return orin_error_set("%s: %lld tokens x %lld heads is past one launch's grid", label,
                               (long long)n, (long long)heads);
     if (n == 0)
@@ -424,7 +416,7 @@ extern "C" int fa2_cuda_attention_full(const orin_exec *ex, const orin_attention
             },
         .head_dim = (int)hd,
         .full = true,
-        .config = fa2_full_config(),
+        .config = FA2_Q128_K64_W4,
         .device = ex->device->index,
         .stream = orin_cu_stream(ex),
         .label = label,
@@ -432,7 +424,7 @@ extern "C" int fa2_cuda_attention_full(const orin_exec *ex, const orin_attention
     int rc = dt == ORIN_F16 ? fa2_prefill_mma_f16(&l) : fa2_prefill_mma_bf16(&l);
     if (rc)
         return rc;
-    return orin_cu_launched(label, dt, "n %lld, heads %lld/%lld, head_dim %lld, %lld segments, %s",
+    return orin_cu_launched(label, dt, "n %lld, heads %lld/%lld, head_dim %lld, %lld segments",
                             (long long)n, (long long)heads, (long long)kv_heads, (long long)hd,
-                            (long long)segments, fa2_config_names[l.config]);
+                            (long long)segments);
 }

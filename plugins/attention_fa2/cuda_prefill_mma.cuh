@@ -735,28 +735,21 @@ template <typename T, int HD> static int fa2_launch_mma_hd(const fa2_prefill_lau
     return orin_error_set("%s: no tile configuration %d", l->label, l->config);
 }
 
-// attention.full: 128-row Q tiles of 4 warps (MT 2) or, with config
-// FA2_Q64_K64_W4, 64-row tiles of 4 warps (MT 1: twice the blocks, for grids
-// that leave the last wave thin); KV tiles of 64, double-buffered (no tile is
-// skipped by a causal mask); head_dim 72 runs in smem rows of 128.
-template <typename T, int BQ, int MB> static int fa2_launch_full_bq(const fa2_prefill_launch *l)
+// attention.full: one configuration, 128-row Q tiles of 4 warps (MT 2), KV
+// tiles of 64, double-buffered (no tile is skipped by a causal mask, so the
+// largest tiles pay); head_dim 72 runs in smem rows of 128.
+template <typename T> static int fa2_launch_full(const fa2_prefill_launch *l)
 {
     switch (l->head_dim) {
     case 64:
-        return fa2_launch_mma<T, 64, BQ, 64, 4, 2, MB, MB, 64, true>(l);
+        return fa2_launch_mma<T, 64, 128, 64, 4, 2, 1, 1, 64, true>(l);
     case 72:
-        return fa2_launch_mma<T, 128, BQ, 64, 4, 2, MB, MB, 72, true>(l);
+        return fa2_launch_mma<T, 128, 128, 64, 4, 2, 1, 1, 72, true>(l);
     case 128:
-        return fa2_launch_mma<T, 128, BQ, 64, 4, 2, MB, MB, 128, true>(l);
+        return fa2_launch_mma<T, 128, 128, 64, 4, 2, 1, 1, 128, true>(l);
     }
     return orin_error_set("%s: head_dim %d (fa2's attention.full on cuda runs 64, 72 and 128)",
                           l->label, l->head_dim);
-}
-
-template <typename T> static int fa2_launch_full(const fa2_prefill_launch *l)
-{
-    return l->config == FA2_Q64_K64_W4 ? fa2_launch_full_bq<T, 64, 2>(l)
-                                       : fa2_launch_full_bq<T, 128, 1>(l);
 }
 
 template <typename T> static int fa2_launch_mma_dt(const fa2_prefill_launch *l)
