@@ -285,7 +285,7 @@ static void test_vl_folder(void)
              ORIN_TEST_DATA);
     EXPECT(args, STDERR_ONLY, 3, "config.json");
     snprintf(args, sizeof args, "%s --score '%s' --image '%s'", vl, img, img);
-    EXPECT(args, STDERR_ONLY, 1, "--image works when generating", "--score");
+    EXPECT(args, STDERR_ONLY, 1, "--image works when generating", "and with --bench", "--score");
     snprintf(args, sizeof args, "%s --tokenize '%s' --image '%s'", vl, img, img);
     EXPECT(args, STDERR_ONLY, 1, "--image works when generating", "--tokenize");
     snprintf(args, sizeof args, "%s -p hi --max-pixels -5 --image '%s'", vl, img);

@@ -86,6 +86,29 @@ grep -q "\[image 1 for the next turn" "$tmp/err"; check "/image says it was adde
 printf '/image /nonexistent.png\nHello\n' | run -i --set generate.max_tokens=2 >/dev/null 2>"$tmp/err"
 [ $? -eq 0 ] && grep -q "/nonexistent.png" "$tmp/err"; check "/image with a bad file: one line, the chat goes on" $?
 
+# --bench with images: the prompt is the images (start, pads, end) and the
+# prompt tokens; the JSON carries the image times; a text-only model exits 1.
+run --bench --json --set bench.prompt_tokens=8 --set bench.gen_tokens=3 \
+  --set bench.repeats=2 --image "$data/vision/image1.png" --image "$data/vision/image2.png" \
+  >"$tmp/out" 2>"$tmp/err"
+check "--bench with two images exits 0" $?
+python3 - "$tmp/out" "$data/vision/pixel_values.json" <<'PY'
+import json, sys
+s = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+images = json.load(open(sys.argv[2]))["images"]
+# image1 and image2's grids, merged 2 x 2: their pad counts
+pads = sum(g[0] * g[1] * g[2] // 4
+           for g in (images["image1"]["image_grid_thw"], images["image2"]["image_grid_thw"]))
+ok = (s["images"] == 2 and s["prompt_tokens"] == 8 + 2 * 2 + pads and s["vision_ms"] > 0 and
+      s["image_preprocess_ms"] > 0 and s["ttft_ms"] > s["vision_ms"] and s["decode_tok_s"] > 0)
+sys.exit(0 if ok else print(s, pads) or 1)
+PY
+check "--bench with images: prompt = 8 + starts/ends + pads, image times" $?
+"$orin_run" --set model.path="$data/models/qwen3-tiny" --set runtime.device=cpu --bench \
+  --image "$data/vision/image1.png" >/dev/null 2>"$tmp/err"
+[ $? -eq 1 ] && grep -q "not a vision-language model" "$tmp/err"
+check "--bench --image with a text model: exit 1" $?
+
 # A folder without preprocessor_config.json: exit 2, naming the file.
 cp -r "$model" "$tmp/noproc" && rm "$tmp/noproc/preprocessor_config.json"
 "$orin_run" --set model.path="$tmp/noproc" --set runtime.device=cpu -p hi \

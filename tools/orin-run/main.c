@@ -88,7 +88,8 @@ static void print_help(void)
         "  --image FILE        an image (JPEG, PNG) for the user turn, before the text;\n"
         "                      repeatable; replaces generate.image; a vision-language\n"
         "                      model folder (Qwen3-VL). In a chat, /image FILE adds one\n"
-        "                      to the next turn\n"
+        "                      to the next turn; with --bench, the images lead the\n"
+        "                      benchmark's prompt\n"
         "  --max-pixels N      the same as --set generate.max_pixels=N: images larger\n"
         "                      than N pixels are resized down to at most N\n"
         "  -i, --interactive   the same as --set generate.interactive=true\n"
@@ -332,9 +333,9 @@ int main(int argc, char **argv)
     rc = parse_args(argc, argv, &cli, &ps);
     if (rc >= 0)
         goto out;
-    if (cli.n_images > 0 && ps.mode != OPT_GENERATE) {
-        rc = usage_error("--image works when generating (one prompt or -i), not with %s",
-                         ps.mode_arg);
+    if (cli.n_images > 0 && ps.mode != OPT_GENERATE && ps.mode != OPT_BENCH) {
+        rc = usage_error("--image works when generating (one prompt or -i) and with --bench, "
+                         "not with %s", ps.mode_arg);
         goto out;
     }
 
