@@ -14,14 +14,6 @@
 static const char *orin_run, *model;
 static char model_dir[1024], tmp[512];
 
-static cJSON *load_json(const char *path)
-{
-    char *text = test_read_file(path, NULL);
-    cJSON *j = text ? cJSON_Parse(text) : NULL;
-    free(text);
-    return j;
-}
-
 /* Runs orin-run with `args`; stdout into *out, stderr into *err. */
 static int run(const char *args, char **out, char **err)
 {
@@ -42,7 +34,7 @@ static void check_score(const char *text, const char *path)
              text, path);
     snprintf(ref_path, sizeof ref_path, "%s/ref_%s.json", model_dir,
              strcmp(text, "text_short") == 0 ? "short" : "long");
-    cJSON *ref = load_json(ref_path);
+    cJSON *ref = test_load_json(ref_path);
     const cJSON *ids = cJSON_GetObjectItem(ref, "ids"), *lps = cJSON_GetObjectItem(ref, "logprobs");
     char *out = NULL, *err = NULL;
     int rc = run(args, &out, &err);
@@ -93,7 +85,7 @@ static void check_generate(void)
 {
     char ref_path[1200];
     snprintf(ref_path, sizeof ref_path, "%s/ref_generate.json", model_dir);
-    cJSON *ref = load_json(ref_path);
+    cJSON *ref = test_load_json(ref_path);
     const cJSON *gen = cJSON_GetObjectItem(ref, "generated_ids");
     const char *prompt = cJSON_GetStringValue(cJSON_GetObjectItem(ref, "prompt"));
     int n = cJSON_GetArraySize(gen);

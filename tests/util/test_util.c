@@ -1,5 +1,7 @@
 #include "test_util.h"
 
+#include <cjson/cJSON.h>
+
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -11,6 +13,15 @@ int test_finish(void)
 {
     printf("%d passed, %d failed\n", test_passed, test_failed);
     return test_failed ? 1 : 0;
+}
+
+cJSON *test_load_json(const char *path)
+{
+    char *text = test_read_file(path, NULL);
+    cJSON *j = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    CHECK(j != NULL, "cannot read %s", path);
+    return j;
 }
 
 char *test_read_file(const char *path, size_t *len)

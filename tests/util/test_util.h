@@ -29,6 +29,9 @@ int test_finish(void);
 
 /* Reads a whole file; NULL when it cannot. The caller frees. */
 char *test_read_file(const char *path, size_t *len);
+/* A JSON file parsed (cJSON_Delete it), or NULL with a CHECK failure naming
+ * the file when it cannot be read or parsed. */
+struct cJSON *test_load_json(const char *path);
 /* Writes a file; 0 on success. */
 int test_write_file(const char *path, const void *data, size_t len);
 /* Runs a shell command, captures stdout (and stderr if merge) into a malloc'd

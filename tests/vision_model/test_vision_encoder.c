@@ -34,15 +34,6 @@ typedef struct image {
     orin_vision_grid grid;
 } image;
 
-static cJSON *read_json(const char *path)
-{
-    char *text = test_read_file(path, NULL);
-    cJSON *j = text ? cJSON_Parse(text) : NULL;
-    free(text);
-    CHECK(j != NULL, "%s: cannot read", path);
-    return j;
-}
-
 /* pixel_values.json's entry for `name`: the grid, the shape, the .f32 file. */
 static bool load_image(const cJSON *index, const char *name, image *im)
 {
@@ -282,7 +273,7 @@ static void expect_load_error(orin_registry *reg, const char *key, const char *v
     free(src);
     CHECK(system(cmd) == 0, "%s failed", cmd);
     snprintf(path, sizeof path, "%s/config.json", model_dir);
-    cJSON *cfg = read_json(path);
+    cJSON *cfg = test_load_json(path);
     cJSON *vc = cJSON_GetObjectItem(cfg, "vision_config");
     if (value)
         cJSON_ReplaceItemInObject(vc, key, cJSON_Parse(value));
@@ -347,9 +338,9 @@ int main(int argc, char **argv)
     }
     char path[1024];
     snprintf(path, sizeof path, "%s/ref_tensors.json", model_dir);
-    cJSON *refs = read_json(path);
+    cJSON *refs = test_load_json(path);
     snprintf(path, sizeof path, "%s/vision/pixel_values.json", ORIN_TEST_DATA);
-    cJSON *index = read_json(path);
+    cJSON *index = test_load_json(path);
 
     orin_vision_options opt = {.path = model_dir, .dtype = dt, .device = orin_device_cpu(),
                                .registry = reg, .strict = true};

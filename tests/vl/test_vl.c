@@ -36,20 +36,11 @@ static char *model_path(const char *model, const char *file)
     return path;
 }
 
-static cJSON *load_json(const char *path)
-{
-    char *text = test_read_file(path, NULL);
-    cJSON *j = text ? cJSON_Parse(text) : NULL;
-    free(text);
-    CHECK(j != NULL, "cannot read %s", path);
-    return j;
-}
-
 static cJSON *load_ref(const char *model, const char *ref)
 {
     char file[64];
     snprintf(file, sizeof file, "%s.json", ref);
-    return load_json(model_path(model, file));
+    return test_load_json(model_path(model, file));
 }
 
 /* An int array of a JSON list; *n its length. */
@@ -147,7 +138,7 @@ static void json_edit(cJSON *root, const char *path, const char *value)
 /* The fixture's config.json with edits ("path", "value" pairs, NULL ends). */
 static int parse_edited(const char *model, orin_model_config *c, const char *const *edits)
 {
-    cJSON *root = load_json(model_path(model, "config.json"));
+    cJSON *root = test_load_json(model_path(model, "config.json"));
     for (size_t i = 0; edits[i]; i += 2)
         json_edit(root, edits[i], edits[i + 1]);
     char *text = cJSON_PrintUnformatted(root);
