@@ -264,6 +264,26 @@ static int32_t group_of(const orin_model *m, orin_weight_format fmt, int64_t in)
     return orin_int8_group_size(in);
 }
 
+/* Hands a quantized layer, once loaded, to its matmul's prepare, which may
+ * rearrange it in place for its kernels (orin_op_impl.prepare). */
+static int prepare_qweight(orin_model *m, orin_weight_format fmt, const char *name, int64_t out,
+                           int64_t in, orin_qweight *q)
+{
+    const orin_op_impl *impl = fmt == ORIN_WEIGHT_AWQ4 ? m->op.matmul_awq4 : m->op.matmul_int8;
+    if (!impl || !impl->prepare)
+        return 0;
+    orin_matmul_quant_args a = {
+        .x = orin_tensor_make(NULL, m->dtype, m->dev->kind, 2, (int64_t[]){1, in}),
+        .w = *q,
+        .y = orin_tensor_make(NULL, m->dtype, m->dev->kind, 2, (int64_t[]){1, out}),
+    };
+    const orin_exec ex = {.device = m->dev};
+    if (impl->prepare(&ex, &a) != 0)
+        return orin_error_prefix("%s: ", name);
+    *q = a.w;
+    return 0;
+}
+
 /* An AWQ layer as published: module.qweight, .qzeros and .scales (orin/ops.h). */
 static int load_awq4(orin_model *m, const orin_st_archive *ar, const char *model_dir,
                      const char *module, int64_t out, int64_t in, orin_qweight *q)
@@ -296,7 +316,7 @@ static int load_awq4(orin_model *m, const orin_st_archive *ar, const char *model
             load_packed(m, ar, model_dir, name, parts[i].dt, parts[i].dims, parts[i].dst) != 0)
             return -1;
     }
-    return 0;
+    return prepare_qweight(m, ORIN_WEIGHT_AWQ4, module, out, in, q);
 }
 
 /* Rows quantized per pass on the host before they are copied over. */
@@ -342,7 +362,7 @@ static int load_int8(orin_model *m, const orin_st_archive *ar, const char *model
     }
     free(qbuf);
     free(sbuf);
-    return rc;
+    return rc == 0 ? prepare_qweight(m, ORIN_WEIGHT_INT8, name, out, in, q) : rc;
 }
 
 /* A linear layer in its format, and its bias. */

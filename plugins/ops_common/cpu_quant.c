@@ -229,6 +229,9 @@ static int matmul_quant(const orin_exec *ex, const orin_matmul_quant_args *a,
 {
     if (orin_check_matmul_quant(label, ex, a, fmt, CPU, dt))
         return -1;
+    if (a->w.layout != 0) /* no prepare here: only the stored layout */
+        return orin_error_set("%s: w.layout %u: this implementation reads the stored layout "
+                              "(0) only", label, a->w.layout);
     const int64_t n = orin_tensor_rows(&a->x), in = a->x.shape[a->x.ndim - 1];
     const int64_t out = a->y.shape[a->y.ndim - 1];
     if (n > INT_MAX || in > INT_MAX || out > INT_MAX)

@@ -58,6 +58,9 @@ int cuda_lt_gemm(const orin_exec *ex, const char *label, orin_dtype dt, const cu
 int cuda_matmul_awq4(const orin_exec *ex, const orin_matmul_quant_args *a, orin_dtype dt);
 int cuda_matmul_int8(const orin_exec *ex, const orin_matmul_quant_args *a, orin_dtype dt);
 size_t cuda_matmul_quant_workspace_size(const void *args);
+/* Their prepare (orin_op_impl.prepare): f16/bf16 weights into mma tiles. */
+int cuda_matmul_awq4_prepare(const orin_exec *ex, void *args);
+int cuda_matmul_int8_prepare(const orin_exec *ex, void *args);
 
 #ifdef __cplusplus
 }

@@ -52,18 +52,34 @@ __device__ __forceinline__ float dot16(uint4 raw, const float (&x)[orin_cu_vec<T
 }
 
 // The PDL prologue of a GEMV block (orin/cuda_util.cuh): lets the next kernel
-// launch, then waits for the previous one, whose output x is. (Prefetching the
-// first weight chunks into L2 before the wait was measured slower:
-// bench/notes/decode.md.)
+// launch, then waits for the previous one, whose output x is.
 __device__ __forceinline__ void gemv_prologue()
 {
     orin_cu_allow_next();
     orin_cu_wait_prior();
 }
 
+// GEMV_UNROLL chunks of every row from chunk c on.
+template <typename T, int ROWS>
+__device__ __forceinline__ void gemv_load_batch(uint4 (&raw)[GEMV_UNROLL][ROWS],
+                                                const T *const (&w)[ROWS], int c)
+{
+    constexpr int V = orin_cu_vec<T>::n;
+#pragma unroll
+    for (int u = 0; u < GEMV_UNROLL; u++)
+#pragma unroll
+        for (int r = 0; r < ROWS; r++)
+            raw[u][r] = load_weights16(w[r] + (size_t)(c + u * GEMV_THREADS) * V);
+}
+
 // acc[r] += W_r . x for the ROWS rows given, each of `in` elements; every
 // thread takes the 16-byte chunks tid, tid + 256, ... (VEC: rows 16-byte
 // aligned, in a multiple of the vector) or single elements (otherwise).
+// Runs the PDL prologue itself: no kernel writes the weights, so the first
+// batch of a thread's weight loads (for a 4096-wide row, all of them) goes out
+// before the wait, and streams while the kernels before finish. (Into
+// registers: prefetching them into L2 instead was measured slower,
+// bench/notes/decode.md.)
 template <typename T, int ROWS, bool VEC>
 __device__ __forceinline__ void gemv_rows(const T *const (&w)[ROWS], const T *__restrict__ x,
                                           int in, float (&acc)[ROWS])
@@ -72,15 +88,17 @@ __device__ __forceinline__ void gemv_rows(const T *const (&w)[ROWS], const T *__
         constexpr int V = orin_cu_vec<T>::n;
         const int chunks = in / V;
         int c = threadIdx.x;
+        uint4 raw[GEMV_UNROLL][ROWS];
+        bool preloaded = c + (GEMV_UNROLL - 1) * GEMV_THREADS < chunks;
+        if (preloaded)
+            gemv_load_batch<T, ROWS>(raw, w, c);
+        gemv_prologue();
         // GEMV_UNROLL chunks of every row in flight before the first FMA
         for (; c + (GEMV_UNROLL - 1) * GEMV_THREADS < chunks; c += GEMV_UNROLL * GEMV_THREADS) {
-            uint4 raw[GEMV_UNROLL][ROWS];
             float xv[GEMV_UNROLL][V];
-#pragma unroll
-            for (int u = 0; u < GEMV_UNROLL; u++)
-#pragma unroll
-                for (int r = 0; r < ROWS; r++)
-                    raw[u][r] = load_weights16(w[r] + (size_t)(c + u * GEMV_THREADS) * V);
+            if (!preloaded)
+                gemv_load_batch<T, ROWS>(raw, w, c);
+            preloaded = false;
 #pragma unroll
             for (int u = 0; u < GEMV_UNROLL; u++)
                 orin_cu_load16(x + (size_t)(c + u * GEMV_THREADS) * V, xv[u]);
@@ -98,6 +116,7 @@ __device__ __forceinline__ void gemv_rows(const T *const (&w)[ROWS], const T *__
                 acc[r] += dot16<T>(load_weights16(w[r] + (size_t)c * V), xv);
         }
     } else {
+        gemv_prologue();
         for (int k = threadIdx.x; k < in; k += GEMV_THREADS) {
             float xk = orin_cu_f32(x[k]);
 #pragma unroll
@@ -130,7 +149,6 @@ __global__ void __launch_bounds__(GEMV_THREADS)
         s_of[r] = s;
         w[r] = (const T *)seg.w[s] + (size_t)(g - seg.begin[s]) * in;
     }
-    gemv_prologue();
     float acc[R] = {};
     gemv_rows<T, R, VEC>(w, x, in, acc);
     float sum = gemv_block_sum<R>(acc);
@@ -163,7 +181,6 @@ __global__ void __launch_bounds__(GEMV_THREADS)
         w[r] = wg + (size_t)j * in;
         w[R + r] = wu + (size_t)j * in;
     }
-    gemv_prologue();
     float acc[2 * R] = {};
     gemv_rows<T, 2 * R, VEC>(w, x, in, acc);
     __shared__ float both[2 * R];

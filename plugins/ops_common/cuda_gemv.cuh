@@ -1,5 +1,5 @@
 // What ops_common's batch-1 products share (cuda_fused.cu: the float GEMV;
-// cuda_quant.cu: the int8 and AWQ GEMVs): 256-thread blocks, weight loads that
+// cuda_quant.cu: the int8 and AWQ GEMV on tiles): 256-thread blocks, weight loads that
 // skip L1, and the block's sum of per-thread partials.
 #ifndef ORIN_OPS_COMMON_CUDA_GEMV_CUH
 #define ORIN_OPS_COMMON_CUDA_GEMV_CUH
@@ -16,21 +16,6 @@ __device__ __forceinline__ uint4 load_weights16(const void *p)
     asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
         : "l"(p));
-    return v;
-}
-
-// 8 and 4 bytes of W, the same way (the AWQ words of narrower strips).
-__device__ __forceinline__ uint2 load_weights8(const void *p)
-{
-    uint2 v;
-    asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
-    return v;
-}
-
-__device__ __forceinline__ uint32_t load_weights4(const void *p)
-{
-    uint32_t v;
-    asm volatile("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(v) : "l"(p));
     return v;
 }
 

@@ -1,25 +1,29 @@
 // ops_common's matmuls over quantized weights on CUDA: matmul.int8 and
 // matmul.awq4 (orin_qweight in orin/ops.h), for f32, f16 and bf16 activations.
 //
-// One row of x (a decode step) is bound by reading the packed weights, so a
-// GEMV reads them once, dequantizes in registers and accumulates in f32:
-//  - int8 weights are [out][in] bytes, one output a row: the float GEMV's shape
-//    (R rows a block, 16-byte loads, here 16 weights a load);
-//  - AWQ words are [in][out/8]: one k-row of words covers every output, so a
-//    block takes a strip of outputs and a range of k (split-K); the last block
-//    of a strip to finish sums the strip's partials in a fixed order (the
-//    result does not depend on which block came last).
-// The dequantized weight ((q - z) * s, or q * s) is the exact f32 one; the
-// decode GEMVs sum x * (q - z) over a group and multiply by s once a group,
-// which differs from the CPU's order only in rounding.
+// At load, prepare (orin_op_impl.prepare) rearranges an f16/bf16 model's
+// weights in place into the tile layout below (layout 1), where each lane's
+// 16-byte load is its share of mma.sync's A operand for a strip of 16 outputs:
+//  - one row of x (a decode step) is bound by reading the weights once, so the
+//    GEMV streams them in whole 512-byte warp loads, turns each nibble or byte
+//    into an exact f16/bf16 integer in ~1.5 instructions (a byte permute or a
+//    mask into a float's mantissa, less the zero) and lets the tensor cores do
+//    the multiply-adds with f32 accumulators, x being the B operand. The
+//    CUDA-core GEMVs this replaced spent ~3 instructions a weight on the
+//    arithmetic and were issue-bound at 42 % of the bandwidth (bench/notes/quant.md).
+//  - more rows (prefill) are bound by the tensor cores: a slice of outputs at a
+//    time is dequantized into the workspace in the compute dtype and multiplied
+//    by cuBLASLt (cuda_lt_gemm). That moves the slice's bytes through L2 once
+//    more, a few percent of the product's time at prefill sizes; the weights
+//    are rounded to the compute dtype first, as transformers' and vLLM's AWQ
+//    paths do (in f32 they stay exact).
+// Weights prepare leaves as stored (f32 compute; shapes the tiles do not fit:
+// outputs not a multiple of 16, inputs not a multiple of the tile unit, groups
+// not a multiple of 16) run the dequantize-and-multiply path at every n:
+// correct, not fast.
 //
-// More rows (prefill) are bound by the tensor cores: a slice of outputs at a
-// time is dequantized into the workspace in the compute dtype (AWQ k-major,
-// as its words are; int8 [out][in]) and multiplied by cuBLASLt (cuda_lt_gemm).
-// That moves the slice's f16 bytes through L2 once more, a few percent of the
-// product's time at prefill sizes; in f16/bf16 the weights are rounded to the
-// compute dtype first, as transformers' and vLLM's AWQ paths do (in f32 they
-// stay exact).
+// The sums are f32 of exact products (an integer below 2^8 times an f16 or
+// bf16 x); the scale multiplies each group's sum once.
 #include "cuda.h"
 #include "cuda_gemv.cuh"
 
@@ -34,41 +38,10 @@
 // L2 between the dequantize and the product that reads it.
 #define SLICE_BYTES ((size_t)16 << 20)
 #define SLICE_ALIGN 256
-// The AWQ GEMV's split-K: k rows a block takes are a multiple of this (8 warps
-// x a batch of 8 rows), and the grid aims at this many blocks per SM.
-#define AWQ_K_QUANTUM 64
-// 16-byte chunks of each row the int8 GEMV has in flight per lane.
-#define INT8_UNROLL 4
-#define AWQ_MAX_K 1024 // k rows a block takes at most (x staged in shared memory)
-#define AWQ_BATCH 8
-// (Tunables, overridable with -D for bench/ experiments.)
-#ifndef AWQ_BLOCKS_PER_SM
-#define AWQ_BLOCKS_PER_SM 2
-#endif
-// Partials the last block of a strip has in flight per column.
-#ifndef AWQ_SUM_BATCH
-#define AWQ_SUM_BATCH 16
-#endif
-// The AWQ kernel's minimum resident blocks per SM (caps its registers).
-#ifndef AWQ_MIN_BLOCKS
-#define AWQ_MIN_BLOCKS 1
-#endif
-// k rows a block takes at least (a multiple of AWQ_K_QUANTUM): fewer, longer
-// blocks for the small products, whose partial sums would cost more than the
-// parallelism buys.
-#ifndef AWQ_MIN_K
-#define AWQ_MIN_K 64
-#endif
-// Words a thread takes at most (2: 8-byte loads).
-#ifndef AWQ_MAX_WPT
-#define AWQ_MAX_WPT 2
-#endif
-// Counted for the workspace bound (the grid never takes more SMs than this).
-#define AWQ_MAX_SMS 256
-// Strip counters (the split-K's "last block" tickets): slabs for this many
-// streams, of this many strips each.
-#define AWQ_COUNTER_SLABS 8
-#define AWQ_COUNTERS 4096
+
+// orin_qweight.layout values of this file.
+#define LAYOUT_STORED 0u
+#define LAYOUT_TILES 1u
 
 // 2^23 as f32: its low mantissa bits are an integer's, so OR-ing a small
 // unsigned integer q into them gives the float 2^23 + q exactly.
@@ -80,16 +53,6 @@ __host__ __device__ __forceinline__ int awq_column_of_nibble(int i)
 {
     return ((i & 3) << 1) | (i >> 2);
 }
-
-// ---- int8 GEMV ----------------------------------------------------------------------
-
-struct int8_gemv_params {
-    const int8_t *q;       // [out][in]
-    const __half *scales;  // [out][in / group]
-    const void *x, *bias;  // x [in], bias [out] or NULL
-    void *y;               // [out]
-    int in, out, group;
-};
 
 // The 4 signed bytes of w as f32, exactly: each byte biased to unsigned
 // (xor 0x80), placed in the mantissa of 2^23 by a byte permute, less 2^23 + 128.
@@ -116,220 +79,184 @@ __device__ __forceinline__ void int8x16_to_f32(uint4 raw, float (&q)[16])
     }
 }
 
-// sum_i q_i x_i over the 16 bytes of raw.
-__device__ __forceinline__ float int8_dot16(uint4 raw, const float (&x)[16])
-{
-    float q[16], s = 0.0f;
-    int8x16_to_f32(raw, q);
-#pragma unroll
-    for (int i = 0; i < 16; i++)
-        s = fmaf(q[i], x[i], s);
-    return s;
-}
+// ---- layout 1: tiles for mma.sync ---------------------------------------------------
+//
+// w [N][K] (N outputs, K inputs) as tiles of 16 outputs x 16 inputs, tile (j, kt)
+// being the A operand of one mma.sync.m16n8k16 (orin_cu_mma16816). Lane l of a
+// warp (g = l / 4, t = l % 4) holds 8 values of a tile: value i (0..7) is
+//     row 16j + g + 8 (i & 1),  input 16kt + 4t + 2 ((i >> 1) & 1) + (i >> 2),
+// and A register r (0..3) is the pair (value r, value r + 4). mma's columns
+// 2t, 2t+1, 2t+8, 2t+9 are thus inputs 4t .. 4t+3 of the tile, a permutation of
+// k the B operand (x) follows too, so that a lane's x is one 8-byte load.
+//   AWQ:  one 32-bit word a tile, value i in nibble i (bits 4i..4i+3): the word
+//         shifted by 4r and masked with 0x000F000F is register r's pair.
+//   int8: two words a tile, value i biased to q + 128 in byte 2 (i & 1) + (i >> 2)
+//         of word (i & 3) / 2: register r's pair is bytes 2 (r & 1) and
+//         2 (r & 1) + 1 of word r / 2, one byte permute away.
+// A unit is a lane's 16 bytes: UNIT_TILES consecutive k-tiles (AWQ 4, int8 2).
+//   qweight [N/16][K/UNIT_K][32 lanes][16 bytes]: a warp's load of one unit is
+//           512 contiguous bytes;
+//   scales  [N/16][groups][8] of (s[16j + g], s[16j + g + 8]) f16 pairs;
+//   zeros   [N/16][groups][8] bytes z[16j + g] | z[16j + g + 8] << 4 (AWQ).
+// Each is the stored tensor's size exactly (N % 16 == 0, K % UNIT_K == 0), so
+// prepare rewrites the bytes where they are.
+enum quant_fmt { FMT_AWQ4, FMT_INT8 };
 
-// x[16c .. 16c + 16) as f32 (x 16-byte aligned).
-template <typename T>
-__device__ __forceinline__ void load_x16(const T *x, int c, float (&xv)[16])
-{
-    constexpr int V = orin_cu_vec<T>::n;
-#pragma unroll
-    for (int h = 0; h < 16 / V; h++) {
-        float part[V];
-        orin_cu_load16(x + (size_t)c * 16 + h * V, part);
-#pragma unroll
-        for (int i = 0; i < V; i++)
-            xv[h * V + i] = part[i];
-    }
-}
-
-// y = (q * s) x (+ bias). Launch: grid ceil(out / (8 RW)), 256 threads: a warp
-// per RW rows (no shared memory, no block barrier: a warp's shuffle sum ends
-// it). VEC (in and group multiples of 16, q and x 16-byte aligned): lane l
-// takes the 16-byte chunks l, l + 32, ... of its rows, INT8_UNROLL x RW of
-// them in flight; one chunk lies in one group, so its dot is scaled once.
-// Otherwise single bytes, lane-strided. Bound by the weight bytes: a warp a
-// row keeps even 1,024-row products (k/v) at 128 blocks with their loads in
-// flight, where a block a row would be latency-bound.
-template <typename T, int RW, bool VEC>
-__global__ void __launch_bounds__(GEMV_THREADS) int8_gemv_kernel(int8_gemv_params p)
-{
-    const T *x = (const T *)p.x;
-    const int groups = p.in / p.group;
-    const int lane = threadIdx.x & 31;
-    const int row0 = (blockIdx.x * (GEMV_THREADS / 32) + (threadIdx.x >> 5)) * RW;
-    int rows[RW];
-#pragma unroll
-    for (int r = 0; r < RW; r++)
-        rows[r] = min(row0 + r, p.out - 1); // past the end: a real row, result dropped
-    // PDL prologue (orin/cuda_util.cuh): the previous kernel wrote x.
-    orin_cu_allow_next();
-    orin_cu_wait_prior();
-    float acc[RW] = {};
-    if (VEC) {
-        // a chunk past the end reads the row's chunk 0 again and is not counted
-        const int chunks = p.in / 16;
-        for (int c0 = lane; c0 < chunks; c0 += INT8_UNROLL * 32) {
-            uint4 raw[INT8_UNROLL][RW];
-#pragma unroll
-            for (int u = 0; u < INT8_UNROLL; u++) {
-                const int c = c0 + u * 32 < chunks ? c0 + u * 32 : 0;
-#pragma unroll
-                for (int r = 0; r < RW; r++)
-                    raw[u][r] = load_weights16(p.q + (size_t)rows[r] * p.in + (size_t)c * 16);
-            }
-#pragma unroll
-            for (int u = 0; u < INT8_UNROLL; u++) {
-                const int c = c0 + u * 32;
-                if (c >= chunks)
-                    break;
-                float xv[16];
-                load_x16(x, c, xv);
-                const int g = c * 16 / p.group;
-#pragma unroll
-                for (int r = 0; r < RW; r++)
-                    acc[r] = fmaf(int8_dot16(raw[u][r], xv),
-                                  __half2float(p.scales[(size_t)rows[r] * groups + g]), acc[r]);
-            }
-        }
-    } else {
-        for (int k = lane; k < p.in; k += 32) {
-            const float xk = orin_cu_f32(x[k]);
-#pragma unroll
-            for (int r = 0; r < RW; r++) {
-                const float s = __half2float(p.scales[(size_t)rows[r] * groups + k / p.group]);
-                acc[r] = fmaf(xk, (float)p.q[(size_t)rows[r] * p.in + k] * s, acc[r]);
-            }
-        }
-    }
-#pragma unroll
-    for (int r = 0; r < RW; r++) {
-        const float sum = orin_cu_warp_sum(acc[r]);
-        if (lane == 0 && row0 + r < p.out) {
-            const float b = p.bias ? orin_cu_f32(((const T *)p.bias)[row0 + r]) : 0.0f;
-            ((T *)p.y)[row0 + r] = orin_cu_from_f32<T>(sum + b);
-        }
-    }
-}
-
-template <typename T, int RW>
-static void launch_int8_gemv(const orin_exec *ex, const int8_gemv_params &p, bool vec)
-{
-    const int per_block = RW * (GEMV_THREADS / 32);
-    orin_cu_launch(ex, true, vec ? int8_gemv_kernel<T, RW, true> : int8_gemv_kernel<T, RW, false>,
-                   dim3((p.out + per_block - 1) / per_block), dim3(GEMV_THREADS), 0, p);
-}
-
-// Rows a warp takes: 2 where that still leaves 16 warps per SM, else 1.
-template <typename T>
-static void int8_gemv(const orin_exec *ex, const int8_gemv_params &p)
-{
-    const bool vec = p.in % 16 == 0 && p.group % 16 == 0 && orin_cu_aligned16(p.q) &&
-                     orin_cu_aligned16(p.x);
-    if (p.out >= 2 * 16 * orin_cu_sm_count(ex))
-        launch_int8_gemv<T, 2>(ex, p, vec);
-    else
-        launch_int8_gemv<T, 1>(ex, p, vec);
-}
-
-// ---- AWQ GEMV -----------------------------------------------------------------------
-
-// Ticket counters, one slab per stream (so that two streams never share one):
-// this module's own device memory, zero at load and left at zero by every
-// launch, which the shared workspace could not be (other ops scribble on it).
-__device__ unsigned awq_counters[AWQ_COUNTER_SLABS][AWQ_COUNTERS];
-static orin_cu_stream_slots awq_slabs = ORIN_CU_STREAM_SLOTS_INIT;
-
-struct awq_gemv_params {
-    const uint32_t *qweight, *zeros; // [in][out/8], [groups][out/8]
-    const __half *scales;            // [groups][out]
-    const void *x, *bias;            // x [in], bias [out] or NULL
-    void *y;                         // [out]
-    float *partials;                 // [ksplit][out] (ksplit > 1)
-    int slab;                        // awq_counters' slab of the stream (ksplit > 1)
-    int in, out, group;
-    int k_per_block, ksplit;
+template <int FMT> struct tiles_of {
+    static constexpr int UNIT_TILES = FMT == FMT_AWQ4 ? 4 : 2;
+    static constexpr int UNIT_K = 16 * UNIT_TILES;
 };
 
-template <int WPT>
-__device__ __forceinline__ void load_awq_words(const uint32_t *p, uint32_t (&w)[WPT])
+// Row (within the 16) and input (within the tile) of value i of lane (g, t).
+__host__ __device__ __forceinline__ int tile_row(int g, int i) { return g + 8 * (i & 1); }
+__host__ __device__ __forceinline__ int tile_col(int t, int i)
 {
-    if (WPT == 2) {
-        uint2 v = load_weights8(p);
-        w[0] = v.x;
-        w[WPT - 1] = v.y;
-    } else {
-        w[0] = load_weights4(p);
+    return 4 * t + 2 * ((i >> 1) & 1) + (i >> 2);
+}
+
+// Where value i of a lane's tile tt sits in the lane's 16 bytes: word and bit.
+template <int FMT> __host__ __device__ __forceinline__ int tile_word(int tt, int i)
+{
+    return FMT == FMT_AWQ4 ? tt : 2 * tt + ((i & 3) >> 1);
+}
+template <int FMT> __host__ __device__ __forceinline__ int tile_shift(int i)
+{
+    return FMT == FMT_AWQ4 ? 4 * i : 8 * (2 * (i & 1) + (i >> 2));
+}
+
+// ---- prepare: the stored layout into tiles ------------------------------------------
+
+// Copies of the stored tensors in, the tensors' own memory out. qweight is
+// packed for n-tiles [j0, j0 + tiles): AWQ at once (an n-tile's nibbles are
+// spread over every stored row), int8 in chunks of rows (an n-tile's bytes are
+// its 16 stored rows, src_q holding those of the chunk).
+struct pack_params {
+    const void *src_q;
+    const uint16_t *src_s;
+    const uint32_t *src_z;
+    uint4 *q;
+    uint32_t *s;
+    uint8_t *z;
+    int n, k, groups, group;
+    int j0, tiles;
+};
+
+// Value (row, input) of the stored weight: AWQ's nibble, or int8's byte + 128.
+template <int FMT>
+__device__ __forceinline__ uint32_t stored_value(const pack_params &p, int row, int k)
+{
+    if (FMT == FMT_AWQ4) {
+        const uint32_t word = ((const uint32_t *)p.src_q)[(size_t)k * (p.n / 8) + row / 8];
+        return (word >> orin_awq_shift(row % 8)) & 15u;
+    }
+    const int8_t *src = (const int8_t *)p.src_q;
+    return (uint32_t)(src[(size_t)(row - 16 * p.j0) * p.k + k] + 128);
+}
+
+// Launch: grid-stride over tiles x units x 32 lanes, 256 threads; a thread
+// gathers its lane's 16 bytes (stored reads scattered, once, at load).
+template <int FMT> __global__ void pack_weights_kernel(pack_params p)
+{
+    constexpr int UT = tiles_of<FMT>::UNIT_TILES;
+    const int units = p.k / tiles_of<FMT>::UNIT_K;
+    const int64_t total = (int64_t)p.tiles * units * 32;
+    for (int64_t item = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; item < total;
+         item += (int64_t)gridDim.x * blockDim.x) {
+        const int lane = (int)(item % 32), u = (int)(item / 32 % units);
+        const int j = p.j0 + (int)(item / 32 / units), g = lane >> 2, t = lane & 3;
+        uint32_t w[4] = {0, 0, 0, 0};
+#pragma unroll
+        for (int tt = 0; tt < UT; tt++)
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                const uint32_t v = stored_value<FMT>(p, 16 * j + tile_row(g, i),
+                                                     16 * (u * UT + tt) + tile_col(t, i));
+                w[tile_word<FMT>(tt, i)] |= v << tile_shift<FMT>(i);
+            }
+        p.q[((size_t)j * units + u) * 32 + lane] = make_uint4(w[0], w[1], w[2], w[3]);
     }
 }
 
-// y[col] = sum + bias[col], rounded to T.
-template <typename T>
-__device__ __forceinline__ void store_out(const awq_gemv_params &p, int col, float sum)
+// Launch: grid-stride over N/16 x groups x 8, 256 threads: one scale pair (and
+// zero byte) a thread.
+template <int FMT> __global__ void pack_groups_kernel(pack_params p)
 {
-    if (p.bias)
-        sum += orin_cu_f32(((const T *)p.bias)[col]);
-    ((T *)p.y)[col] = orin_cu_from_f32<T>(sum);
-}
-
-// The end of a block of either AWQ kernel, after its warps' sums met in shared
-// memory: total(c) is the block's sum for column strip0 + c of its STRIP.
-// One split: y = total + bias. Several: each block writes its partial, and the
-// last of the strip's blocks to take a ticket (threadFenceReduction's pattern:
-// each block's writes are visible before its ticket is taken) sums the
-// partials in block order, AWQ_SUM_BATCH loads in flight (one after another,
-// an L2 round trip each, they would cost more than the product), stores y and
-// resets the counter for the next launch on this stream.
-template <typename T, int STRIP, typename Total>
-__device__ __forceinline__ void awq_finish(const awq_gemv_params &p, Total total)
-{
-    __shared__ bool last;
-    const int strip0 = blockIdx.x * STRIP;
-    for (int c = threadIdx.x; c < STRIP && strip0 + c < p.out; c += GEMV_THREADS) {
-        if (p.ksplit == 1)
-            store_out<T>(p, strip0 + c, total(c));
-        else
-            p.partials[(size_t)blockIdx.y * p.out + strip0 + c] = total(c);
-    }
-    if (p.ksplit == 1)
-        return;
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0)
-        last = atomicAdd(&awq_counters[p.slab][blockIdx.x], 1u) == (unsigned)p.ksplit - 1;
-    __syncthreads();
-    if (!last)
-        return;
-    __threadfence();
-    for (int c = threadIdx.x; c < STRIP && strip0 + c < p.out; c += GEMV_THREADS) {
-        const float *col = p.partials + strip0 + c;
-        float sum = 0.0f;
-        int b = 0;
-        for (; b + AWQ_SUM_BATCH <= p.ksplit; b += AWQ_SUM_BATCH) {
-            float v[AWQ_SUM_BATCH];
-#pragma unroll
-            for (int j = 0; j < AWQ_SUM_BATCH; j++)
-                v[j] = __ldcg(col + (size_t)(b + j) * p.out);
-#pragma unroll
-            for (int j = 0; j < AWQ_SUM_BATCH; j++)
-                sum += v[j];
+    const int64_t total = (int64_t)(p.n / 16) * p.groups * 8;
+    for (int64_t item = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; item < total;
+         item += (int64_t)gridDim.x * blockDim.x) {
+        const int g = (int)(item % 8), gi = (int)(item / 8 % p.groups);
+        const int r0 = 16 * (int)(item / 8 / p.groups) + g, r1 = r0 + 8;
+        if (FMT == FMT_AWQ4) {
+            p.s[item] = p.src_s[(size_t)gi * p.n + r0] | (uint32_t)p.src_s[(size_t)gi * p.n + r1] << 16;
+            const uint32_t *zrow = p.src_z + (size_t)gi * (p.n / 8);
+            const uint32_t z0 = (zrow[r0 / 8] >> orin_awq_shift(r0 % 8)) & 15u;
+            const uint32_t z1 = (zrow[r1 / 8] >> orin_awq_shift(r1 % 8)) & 15u;
+            p.z[item] = (uint8_t)(z0 | z1 << 4);
+        } else {
+            p.s[item] = p.src_s[(size_t)r0 * p.groups + gi] |
+                        (uint32_t)p.src_s[(size_t)r1 * p.groups + gi] << 16;
         }
-        for (; b < p.ksplit; b++)
-            sum += __ldcg(col + (size_t)b * p.out);
-        store_out<T>(p, strip0 + c, sum);
     }
-    if (threadIdx.x == 0)
-        awq_counters[p.slab][blockIdx.x] = 0;
 }
 
-// The 8 nibbles of an AWQ word as f32, each in the mantissa of 2^23 at its
-// own place: nibble i of the word at bits b_i of the float (nibble_unit(i) =
-// 2^b_i), so that the float is 2^23 + q 2^b_i exactly. Nibbles 0-4 stay where they
-// are (bits 0-19 of the word), 5-7 come from the word shifted right by 12: one
-// shift and one LOP3 a nibble, no per-nibble shift. Subtracting
-// 2^23 + z 2^b_i leaves (q - z) 2^b_i, exact; the power
-// of two comes off with the scale at the end of the group.
-// (a & MASK) | c in one LOP3 (lut 0xEA). Written as PTX: from C the compiler
-// folds both constants in and splits it in two (LOP3 takes one immediate).
+// ---- the GEMV (one row of x) on tiles -------------------------------------------------
+//
+// Launch: grid N/16 (a block an n-tile), 8 warps (16 where the grid leaves
+// SMs idle); warp w takes the w-th share of the units, two batches of
+// QMMA_BATCH_TILES k-tiles of 16-byte loads in flight a lane (a warp load is
+// 512 contiguous bytes), the first two issued before the PDL wait. x and the block's group data
+// (scales as f32, zero pairs ready to subtract: 128 bytes a group) go to
+// shared memory first (2K + 128 groups bytes, at most QMMA_SMEM_MAX), so that
+// no tile waits on a global load but its weights' (x read from L2 a tile at
+// a time made a 4096 x 4096 product take 14 us: bench/notes/quant.md). Per
+// k-tile a lane turns its word into 4 A registers (AWQ: 3 shifts, 4 LOP3, 4
+// subtractions of 1024 + z or 128 + z; int8: 4 byte permutes, 4 subtractions
+// of 1152, and in bf16 a conversion through f32), reads its 4 x values and its
+// group's entry (two shared loads), issues one mma.sync from zero and scales
+// the two rows' f32 sums into its totals (2 FFMA): ~30 instructions a tile,
+// no branch and no chain between tiles. The 8 warps' totals meet in shared
+// memory. Bound by the weight bytes.
+// Warps a block: 8, or 16 where the grid (N/16 blocks) leaves SMs idle (k/v
+// projections), so that each warp takes half as many units.
+#define QMMA_WARPS_WIDE 8
+#define QMMA_WARPS_NARROW 16
+// k-tiles a batch of a lane's loads covers (AWQ 2 units, int8 4); a warp has
+// two batches in flight.
+#ifndef QMMA_BATCH_TILES
+#define QMMA_BATCH_TILES 8
+#endif
+#define QMMA_SMEM_MAX ((size_t)96 << 10)
+
+struct qmma_params {
+    const uint4 *q;
+    const uint32_t *s;
+    const uint8_t *z;
+    const void *x, *bias;
+    void *y;
+    int units, groups, group_tiles;
+};
+
+// Nibble q masked into the mantissa of BASE (T's 1024 or 128, whose last
+// mantissa bit is worth 1) reads BASE + q; a nibble one position up (mask
+// 0x00F000F0) reads BASE + 16 q, and times 1/16 that is BASE/16 + q.
+template <typename T> struct tile_type;
+// (bf16's 7 mantissa bits hold no nibble one position up: there the odd
+// registers shift by 4 and subtract, like the even ones.)
+template <> struct tile_type<__half> {
+    static constexpr uint32_t MAGIC2 = 0x64006400u;    // 1024 in both halves
+    static constexpr uint32_t SIXTEENTH2 = 0x2C002C00u; // 1/16
+    static constexpr float BASE = 1024.0f;
+    static constexpr bool HIGH_BY_FMA = true;
+};
+template <> struct tile_type<__nv_bfloat16> {
+    static constexpr uint32_t MAGIC2 = 0x43004300u;    // 128 in both halves
+    static constexpr uint32_t SIXTEENTH2 = 0;
+    static constexpr float BASE = 128.0f;
+    static constexpr bool HIGH_BY_FMA = false;
+};
+#define INT8_BASE2 0x64806480u // f16 1152 = 1024 + 128 in both halves
+
+// (a & MASK) | c in one LOP3.
 template <uint32_t MASK>
 __device__ __forceinline__ uint32_t and_or(uint32_t a, uint32_t c)
 {
@@ -338,207 +265,8 @@ __device__ __forceinline__ uint32_t and_or(uint32_t a, uint32_t c)
     return d;
 }
 
-// `magic` is MAGIC_BITS held in a register (see and_or).
-__device__ __forceinline__ void awq_nibbles(uint32_t w, uint32_t magic, float (&m)[8])
-{
-    const uint32_t hi = w >> 12;
-    m[0] = __int_as_float(and_or<0xFu>(w, magic));
-    m[1] = __int_as_float(and_or<0xF0u>(w, magic));
-    m[2] = __int_as_float(and_or<0xF00u>(w, magic));
-    m[3] = __int_as_float(and_or<0xF000u>(w, magic));
-    m[4] = __int_as_float(and_or<0xF0000u>(w, magic));
-    m[5] = __int_as_float(and_or<0xF00u>(hi, magic));
-    m[6] = __int_as_float(and_or<0xF000u>(hi, magic));
-    m[7] = __int_as_float(and_or<0xF0000u>(hi, magic));
-}
-
-// part += x[k + u] (q[u] - zero) for the batch's rows inside the segment (a
-// row past it, read again as the segment's last, counts 0 times).
-template <int WPT>
-__device__ __forceinline__ void awq_batch_fma(const uint32_t (&q)[AWQ_BATCH][WPT],
-                                              const float *xs, int k, int seg_end, int block_k,
-                                              uint32_t magic, const float (&zero)[8 * WPT],
-                                              float (&part)[8 * WPT])
-{
-#pragma unroll
-    for (int u = 0; u < AWQ_BATCH; u++) {
-        const float xk = xs[min(k + u, seg_end - 1) - block_k] * (k + u < seg_end ? 1.0f : 0.0f);
-#pragma unroll
-        for (int w = 0; w < WPT; w++) {
-            float m[8];
-            awq_nibbles(q[u][w], magic, m);
-#pragma unroll
-            for (int i = 0; i < 8; i++)
-                part[8 * w + i] = fmaf(xk, m[i] - zero[8 * w + i], part[8 * w + i]);
-        }
-    }
-}
-
-// The words of rows k..k+AWQ_BATCH-1 (clamped to the segment's last row).
-template <int WPT>
-__device__ __forceinline__ void awq_load_batch(const uint32_t *qweight, int words, int word0,
-                                               int k, int seg_end,
-                                               uint32_t (&q)[AWQ_BATCH][WPT])
-{
-    const uint32_t *row = qweight + (size_t)k * words + word0;
-#pragma unroll
-    for (int u = 0; u < AWQ_BATCH; u++)
-        load_awq_words<WPT>(row + (size_t)min(u, seg_end - 1 - k) * words, q[u]);
-}
-
-__device__ __forceinline__ float nibble_unit(int i)
-{
-    return (float)(1u << (i < 5 ? 4 * i : 4 * i - 12));
-}
-
-// Launch: grid (strips, ksplit), 256 threads (8 warps). Block (s, b) owns the
-// strip of 32 x WPT words (256 x WPT outputs) at s and the k rows
-// [b K, (b + 1) K), K = k_per_block, a multiple of 64 and at most AWQ_MAX_K;
-// warp w takes K / 8 of them, lane l the WPT words at (32 s + l) WPT of each
-// row: a warp reads 128 x WPT contiguous bytes a row, AWQ_BATCH rows (all of a
-// batch's loads issued before the first use). x[block's rows] is staged in
-// shared memory as f32 once. Per group a thread sums x[k] (q - z) (awq_nibbles
-// less the zero, exact) and then multiplies by the scale. The 8 warps' sums
-// meet in shared memory (32 x (8 WPT + 1) floats a warp, padded against bank
-// conflicts); with ksplit > 1 each block writes its partial and the last of
-// the strip's blocks (a ticket counter, reset by that block) sums them in
-// block order and stores y. Per nibble: 1 LOP3, 1 FADD, 1 FFMA (+1 SHF a word):
-// about 3 instructions a weight, so the 4-bit stream is issue-bound near 3 TB/s
-// on an H100; the partials (ksplit x out floats) stay in L2.
-template <typename T, int WPT>
-__global__ void __launch_bounds__(GEMV_THREADS, AWQ_MIN_BLOCKS) awq_gemv_kernel(awq_gemv_params p)
-{
-    constexpr int COLS = 8 * WPT;   // outputs a thread owns
-    constexpr int STRIP = 32 * COLS;
-    constexpr int WARPS = GEMV_THREADS / 32;
-    __shared__ float red[WARPS][32 * (COLS + 1)];
-    __shared__ float xs[AWQ_MAX_K];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int words = p.out / 8;
-    const int word0 = (blockIdx.x * 32 + lane) * WPT;
-    const bool active = word0 < words;
-
-    float acc[COLS] = {};
-    const int per_warp = p.k_per_block / WARPS;
-    const int block_k = blockIdx.y * p.k_per_block;
-    const int block_end = min(block_k + p.k_per_block, p.in);
-    int k = block_k + warp * per_warp;
-    const int k_end = min(k + per_warp, block_end);
-
-    // PDL prologue (orin/cuda_util.cuh): the previous kernel wrote x.
-    orin_cu_allow_next();
-    orin_cu_wait_prior();
-    for (int i = threadIdx.x; i < block_end - block_k; i += GEMV_THREADS)
-        xs[i] = orin_cu_f32(((const T *)p.x)[block_k + i]);
-    __syncthreads();
-
-    uint32_t magic = MAGIC_BITS;
-    asm volatile("" : "+r"(magic)); // a register, not an immediate (awq_nibbles)
-    while (active && k < k_end) {
-        const int g = k / p.group;
-        const int seg_end = min(k_end, (g + 1) * p.group);
-        float zero[COLS], part[COLS] = {};
-#pragma unroll
-        for (int w = 0; w < WPT; w++) {
-            const uint32_t z = __ldg(p.zeros + (size_t)g * words + word0 + w);
-#pragma unroll
-            for (int i = 0; i < 8; i++)
-                zero[8 * w + i] = MAGIC + (float)((z >> (4 * i)) & 15u) * nibble_unit(i);
-        }
-        // Batches of AWQ_BATCH rows, double-buffered (qa, qb by turns): the
-        // next batch's words are loaded before this one is used, so that a
-        // thread always has a batch of loads in flight (the compiler would
-        // otherwise issue each load just before its use).
-        uint32_t qa[AWQ_BATCH][WPT], qb[AWQ_BATCH][WPT];
-        awq_load_batch<WPT>(p.qweight, words, word0, k, seg_end, qa);
-        for (;;) {
-            if (k + AWQ_BATCH < seg_end)
-                awq_load_batch<WPT>(p.qweight, words, word0, k + AWQ_BATCH, seg_end, qb);
-            awq_batch_fma<WPT>(qa, xs, k, seg_end, block_k, magic, zero, part);
-            if ((k += AWQ_BATCH) >= seg_end)
-                break;
-            if (k + AWQ_BATCH < seg_end)
-                awq_load_batch<WPT>(p.qweight, words, word0, k + AWQ_BATCH, seg_end, qa);
-            awq_batch_fma<WPT>(qb, xs, k, seg_end, block_k, magic, zero, part);
-            if ((k += AWQ_BATCH) >= seg_end)
-                break;
-        }
-        const __half *s = p.scales + (size_t)g * p.out + (size_t)word0 * 8;
-#pragma unroll
-        for (int w = 0; w < WPT; w++)
-#pragma unroll
-            for (int i = 0; i < 8; i++)
-                acc[8 * w + i] = fmaf(__half2float(s[8 * w + awq_column_of_nibble(i)]) /
-                                          nibble_unit(i),
-                                      part[8 * w + i], acc[8 * w + i]);
-    }
-
-    // The warps' sums in column order: lane l's column e at l (COLS + 1) + e.
-#pragma unroll
-    for (int w = 0; w < WPT; w++)
-#pragma unroll
-        for (int i = 0; i < 8; i++)
-            red[warp][lane * (COLS + 1) + 8 * w + awq_column_of_nibble(i)] = acc[8 * w + i];
-    __syncthreads();
-    awq_finish<T, STRIP>(p, [&](int c) {
-        float total = 0.0f;
-#pragma unroll
-        for (int wp = 0; wp < WARPS; wp++)
-            total += red[wp][c / COLS * (COLS + 1) + c % COLS];
-        return total;
-    });
-}
-
-// ---- AWQ GEMV on tensor cores (f16, bf16; sm_80+; ORIN_AWQ_DECODE=mma) -----------
-//
-// The CUDA-core kernel above spends ~3 instructions a weight and is issue-bound
-// near 1.3 TB/s on an H100 (bench/notes/quant.md). This variant, kept beside it
-// (llm.c's way: versions side by side, each tested), was predicted at ~2.4 TB/s
-// and measured at 0.8: see the notes for why it missed. Here the multiply-adds go to
-// mma.sync m16n8k16 with f32 accumulators: x is row 0 of the A tile (rows 1-15
-// zero), the dequantized weights (q - z, exact in f16/bf16) are B, and row 0 of
-// D is the tile's 8 outputs' dot products over 16 k. B's fragment gives lane
-// (g, t) column g at k = 2t, 2t+1, 2t+8, 2t+9: a lane loads those 4 rows' words
-// of word column g of the warp's 8, and each of a word's 8 nibbles is column g
-// of one of 8 tiles (tile i: nibble i of the 8 words). A nibble pair of two
-// rows becomes a 2-element register by one byte permute (the two words' byte
-// i/2 side by side), a shift for the odd nibbles, and one LOP3 into the
-// mantissa of 1024 (f16) or 128 (bf16); subtracting base + z in the same type
-// leaves q - z exactly: ~1.5 instructions a weight. Scales multiply the f32
-// sums once a group (group a multiple of 16).
-//
-// Launch: grid (out / 64, ksplit), 256 threads (8 warps); block (s, b): the 64
-// outputs of words 8s..8s+7 and rows [b K, (b + 1) K), K a multiple of 512;
-// warp w takes K / 8 rows in batches of AWQ_MMA_CHUNKS 16-row chunks (4 x
-// AWQ_MMA_CHUNKS word loads a lane in flight). The 8 warps' sums meet in
-// shared memory (8 x 64 floats); then awq_finish. Bound by the packed weight
-// bytes (a warp's load is 4 rows x 32 contiguous bytes: whole sectors).
-#define AWQ_MMA_STRIP 64
-#define AWQ_MMA_CHUNKS 4
-#define AWQ_MMA_K_QUANTUM (8 * 16 * AWQ_MMA_CHUNKS)
-
-template <typename T> struct awq_mma_type;
-template <> struct awq_mma_type<__half> {
-    static constexpr uint32_t MAGIC2 = 0x64006400u; // f16 1024 in both halves
-    static constexpr float BASE = 1024.0f;
-};
-template <> struct awq_mma_type<__nv_bfloat16> {
-    static constexpr uint32_t MAGIC2 = 0x43004300u; // bf16 128 in both halves
-    static constexpr float BASE = 128.0f;
-};
-
-// Nibble i of words a (low half) and b (high half) in the mantissa of BASE:
-// the register (BASE + q_a, BASE + q_b) of type T.
-template <typename T>
-__device__ __forceinline__ uint32_t awq_nibble_pair(uint32_t a, uint32_t b, int i)
-{
-    uint32_t v = __byte_perm(a, b, (uint32_t)(i >> 1) | ((uint32_t)(4 + (i >> 1)) << 8));
-    if (i & 1)
-        v >>= 4;
-    return and_or<0x000F000Fu>(v, awq_mma_type<T>::MAGIC2);
-}
-
-// x - y elementwise on two 2-element registers of T (exact for our integers).
+// x - y and x * y + z elementwise on 2-element registers of T (exact for our
+// integers).
 template <typename T> __device__ __forceinline__ uint32_t sub2(uint32_t x, uint32_t y);
 template <> __device__ __forceinline__ uint32_t sub2<__half>(uint32_t x, uint32_t y)
 {
@@ -551,187 +279,224 @@ template <> __device__ __forceinline__ uint32_t sub2<__nv_bfloat16>(uint32_t x, 
                                *reinterpret_cast<__nv_bfloat162 *>(&y));
     return *reinterpret_cast<uint32_t *>(&r);
 }
-
-template <typename T>
-__global__ void __launch_bounds__(GEMV_THREADS) awq_gemv_mma_kernel(awq_gemv_params p)
+template <typename T> __device__ __forceinline__ uint32_t fma2(uint32_t x, uint32_t y, uint32_t z);
+template <> __device__ __forceinline__ uint32_t fma2<__half>(uint32_t x, uint32_t y, uint32_t z)
 {
-    constexpr int WARPS = GEMV_THREADS / 32;
-    __shared__ float red[WARPS][AWQ_MMA_STRIP];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int g = lane >> 2, t = lane & 3;
-    const int words = p.out / 8;
-    const int word = blockIdx.x * 8 + g; // this lane's word column
-    const uint32_t *x2 = (const uint32_t *)p.x; // x as pairs of T
+    __half2 r = __hfma2(*reinterpret_cast<__half2 *>(&x), *reinterpret_cast<__half2 *>(&y),
+                        *reinterpret_cast<__half2 *>(&z));
+    return *reinterpret_cast<uint32_t *>(&r);
+}
+template <>
+__device__ __forceinline__ uint32_t fma2<__nv_bfloat16>(uint32_t x, uint32_t y, uint32_t z)
+{
+    __nv_bfloat162 r = __hfma2(*reinterpret_cast<__nv_bfloat162 *>(&x),
+                               *reinterpret_cast<__nv_bfloat162 *>(&y),
+                               *reinterpret_cast<__nv_bfloat162 *>(&z));
+    return *reinterpret_cast<uint32_t *>(&r);
+}
 
-    const int per_warp = p.k_per_block / WARPS;
-    const int block_end = min((blockIdx.y + 1) * p.k_per_block, p.in);
-    int k = blockIdx.y * p.k_per_block + warp * per_warp;
-    const int k_end = min(k + per_warp, block_end);
+// An f16 pair of small integers as a pair of T (exact).
+template <typename T> __device__ __forceinline__ uint32_t from_f16_pair(uint32_t h);
+template <> __device__ __forceinline__ uint32_t from_f16_pair<__half>(uint32_t h) { return h; }
+template <> __device__ __forceinline__ uint32_t from_f16_pair<__nv_bfloat16>(uint32_t h)
+{
+    const float2 f = __half22float2(*reinterpret_cast<__half2 *>(&h));
+    __nv_bfloat162 r = __floats2bfloat162_rn(f.x, f.y);
+    return *reinterpret_cast<uint32_t *>(&r);
+}
 
-    orin_cu_allow_next(); // PDL (orin/cuda_util.cuh): the previous kernel wrote x
-    orin_cu_wait_prior();
-
-    float acc[8][2] = {}; // lanes 0-3: outputs 8 (word0 + 2t + e) + column of nibble i
-    float d[8][4] = {};   // the tiles' accumulators over the current group
-    uint32_t zero[8];     // (BASE + z, BASE + z) of nibble i of this lane's word
-    int group = -1;
-    for (; k < k_end; k += 16 * AWQ_MMA_CHUNKS) {
-        // the batch's words: rows k0 + 2t, +1, +8, +9 of each chunk (a chunk
-        // past the warp's rows reads the first one again and is skipped)
-        uint32_t w[AWQ_MMA_CHUNKS][4];
-#pragma unroll
-        for (int c = 0; c < AWQ_MMA_CHUNKS; c++) {
-            const int k0 = k + 16 * c < k_end ? k + 16 * c : k;
-            const int rows[4] = {k0 + 2 * t, k0 + 2 * t + 1, k0 + 2 * t + 8, k0 + 2 * t + 9};
-#pragma unroll
-            for (int r = 0; r < 4; r++)
-                w[c][r] = load_weights4(p.qweight + (size_t)rows[r] * words + word);
+// The A registers of k-tile tt of a lane's unit w: q - z exactly, in T.
+// AWQ: registers 0 and 2 (row g) are nibble pairs at mask 0x000F000F of the
+// word and of the word >> 8, less (BASE + z0); registers 1 and 3 (row g + 8)
+// the pairs at mask 0x00F000F0, times 1/16 less (BASE/16 + z1) in one FMA
+// (f16: 1 shift, 4 LOP3, 2 HSUB2, 2 HFMA2 a tile; bf16 shifts twice more and
+// subtracts BASE + z1). z0, z1: those subtrahends (lane_group).
+template <typename T, int FMT>
+__device__ __forceinline__ void tile_fragments(const uint32_t (&w)[4], int tt, uint32_t z0,
+                                               uint32_t z1, uint32_t (&a)[4])
+{
+    if constexpr (FMT == FMT_AWQ4) {
+        const uint32_t lo = w[tt], hi = w[tt] >> 8;
+        const uint32_t magic = tile_type<T>::MAGIC2, sixteenth = tile_type<T>::SIXTEENTH2;
+        a[0] = sub2<T>(and_or<0x000F000Fu>(lo, magic), z0);
+        a[2] = sub2<T>(and_or<0x000F000Fu>(hi, magic), z0);
+        if constexpr (tile_type<T>::HIGH_BY_FMA) {
+            a[1] = fma2<T>(and_or<0x00F000F0u>(lo, magic), sixteenth, z1);
+            a[3] = fma2<T>(and_or<0x00F000F0u>(hi, magic), sixteenth, z1);
+        } else {
+            a[1] = sub2<T>(and_or<0x000F000Fu>(lo >> 4, magic), z1);
+            a[3] = sub2<T>(and_or<0x000F000Fu>(hi >> 4, magic), z1);
         }
+    } else {
 #pragma unroll
-        for (int c = 0; c < AWQ_MMA_CHUNKS; c++) {
-            const int k0 = k + 16 * c;
-            if (k0 >= k_end)
-                break;
-            if (k0 / p.group != group) { // a new group: its zeros
-                group = k0 / p.group;
-                const uint32_t zw = __ldg(p.zeros + (size_t)group * words + word);
-#pragma unroll
-                for (int i = 0; i < 8; i++)
-                    zero[i] = awq_nibble_pair<T>(zw, zw, i);
-            }
-            // A: x[k0 .. k0 + 16) in row 0 (lanes 0-3), zero elsewhere
-            const uint32_t a0 = g == 0 ? __ldg(x2 + (k0 >> 1) + t) : 0u;
-            const uint32_t a2 = g == 0 ? __ldg(x2 + (k0 >> 1) + t + 4) : 0u;
-#pragma unroll
-            for (int i = 0; i < 8; i++)
-                orin_cu_mma16816<T>(d[i], a0, 0u, a2, 0u,
-                                    sub2<T>(awq_nibble_pair<T>(w[c][0], w[c][1], i), zero[i]),
-                                    sub2<T>(awq_nibble_pair<T>(w[c][2], w[c][3], i), zero[i]));
-            const bool group_ends = (k0 + 16) % p.group == 0 || k0 + 16 >= k_end;
-            if (group_ends && g == 0) { // row 0 of D: outputs of words 2t, 2t + 1
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    const uint4 s16 = *reinterpret_cast<const uint4 *>(
-                        p.scales + (size_t)group * p.out + (size_t)(blockIdx.x * 8 + 2 * t + e) * 8);
-                    const __half *sc = reinterpret_cast<const __half *>(&s16);
-#pragma unroll
-                    for (int i = 0; i < 8; i++)
-                        acc[i][e] = fmaf(__half2float(sc[awq_column_of_nibble(i)]), d[i][e],
-                                         acc[i][e]);
-                }
-            }
-            if (group_ends)
-#pragma unroll
-                for (int i = 0; i < 8; i++)
-                    d[i][0] = d[i][1] = d[i][2] = d[i][3] = 0.0f;
+        for (int r = 0; r < 4; r++) {
+            const uint32_t h = __byte_perm(w[2 * tt + (r >> 1)], 0x64646464u,
+                                           (r & 1) ? 0x4342u : 0x4140u);
+            a[r] = from_f16_pair<T>(sub2<__half>(h, INT8_BASE2));
         }
     }
-
-    if (g == 0)
-#pragma unroll
-        for (int i = 0; i < 8; i++)
-#pragma unroll
-            for (int e = 0; e < 2; e++)
-                red[warp][(2 * t + e) * 8 + awq_column_of_nibble(i)] = acc[i][e];
-    __syncthreads();
-    awq_finish<T, AWQ_MMA_STRIP>(p, [&](int c) {
-        float total = 0.0f;
-#pragma unroll
-        for (int wp = 0; wp < WARPS; wp++)
-            total += red[wp][c];
-        return total;
-    });
 }
 
-// Words a thread takes: 2 (8-byte loads) where every row of words is 8-byte
-// aligned, else 1.
-static int awq_words_per_thread(const orin_qweight *w, int64_t out)
-{
-    return AWQ_MAX_WPT == 2 && (out / 8) % 2 == 0 && ((uintptr_t)w->qweight.data & 7u) == 0
-               ? 2
-               : 1;
-}
-
-static int64_t awq_strips(int64_t out, int wpt)
-{
-    return (out / 8 + 32 * wpt - 1) / (32 * wpt);
-}
-
-// How an AWQ decode runs: the kernel (tensor cores or CUDA cores, and then its
-// words a thread), its strips of outputs, and the split-K: k rows a block (a
-// multiple of the kernel's quantum) so that the grid holds about
-// AWQ_BLOCKS_PER_SM blocks per SM; one split where the strips alone fill the
-// GPU or there are more strips than counters.
-struct awq_plan {
-    bool mma;
-    int wpt;
-    int64_t strips;
-    int k_per_block, ksplit;
+// A lane's group data, as the GEMV keeps it in shared memory ([groups][8],
+// entry g for the lane rows g and g + 8): (AWQ) the pairs that turn its
+// nibbles into q - z (BASE + z0 to subtract; -(BASE/16 + z1) to add), and the
+// two scales as f32: one 16-byte load.
+struct lane_group {
+    uint32_t z0, z1;
+    float s0, s1;
 };
 
-// Whether the tensor-core kernel takes the call: asked for (ORIN_AWQ_DECODE=mma:
-// measured slower than the CUDA-core kernel so far, 6.47 against 5.12 ms a
-// Qwen3-8B step on an H100, bench/notes/quant.md, so it is not the default),
-// f16/bf16 on sm_80+, whole 16-row chunks within groups, whole 64-output
-// strips, x in 4-byte pairs.
-static bool awq_mma_fits(const orin_exec *ex, const orin_matmul_quant_args *a, orin_dtype dt,
-                         int64_t in, int64_t out)
+// An entry from its packed scale pair and (AWQ) zero byte.
+template <typename T, int FMT>
+__device__ __forceinline__ lane_group make_lane_group(uint32_t pair, uint32_t zb)
 {
-    static int asked = -1;
-    if (asked < 0) {
-        const char *env = getenv("ORIN_AWQ_DECODE");
-        asked = env && strcmp(env, "mma") == 0;
+    lane_group lg = {0, 0, __half2float(__ushort_as_half((unsigned short)(pair & 0xFFFFu))),
+                     __half2float(__ushort_as_half((unsigned short)(pair >> 16)))};
+    if (FMT == FMT_AWQ4) {
+        lg.z0 = tile_type<T>::MAGIC2 | (zb & 15u) * 0x10001u;
+        if constexpr (tile_type<T>::HIGH_BY_FMA) {
+            const T hi = orin_cu_from_f32<T>(-(tile_type<T>::BASE / 16.0f + (float)(zb >> 4)));
+            const uint32_t bits = *reinterpret_cast<const uint16_t *>(&hi);
+            lg.z1 = bits | bits << 16;
+        } else {
+            lg.z1 = tile_type<T>::MAGIC2 | (zb >> 4) * 0x10001u;
+        }
     }
-    return asked && (dt == ORIN_F16 || dt == ORIN_BF16) && orin_cu_cc_major(ex) >= 8 &&
-           a->w.group_size % 16 == 0 && in % 16 == 0 && out % AWQ_MMA_STRIP == 0 &&
-           ((uintptr_t)a->x.data & 3u) == 0;
+    return lg;
 }
 
-static awq_plan awq_plan_for(int sms, bool mma, int wpt, int64_t in, int64_t out)
+template <int B>
+__device__ __forceinline__ void load_units(uint4 (&buf)[B], const uint4 *q, int u, int u_end)
 {
-    awq_plan pl = {.mma = mma, .wpt = wpt, .strips = 0, .k_per_block = 0, .ksplit = 1};
-    pl.strips = mma ? out / AWQ_MMA_STRIP : awq_strips(out, wpt);
-    pl.strips = pl.strips > 0 ? pl.strips : 1; /* out < 8: one empty strip */
-    const int64_t quantum = mma ? AWQ_MMA_K_QUANTUM : AWQ_K_QUANTUM;
-    const int64_t min_k = mma ? AWQ_MMA_K_QUANTUM : AWQ_MIN_K;
-    const int64_t max_k = mma ? (in + quantum - 1) / quantum * quantum : AWQ_MAX_K;
-    sms = sms < AWQ_MAX_SMS ? sms : AWQ_MAX_SMS;
-    int64_t want = ((int64_t)AWQ_BLOCKS_PER_SM * sms + pl.strips - 1) / pl.strips;
-    if (pl.strips > AWQ_COUNTERS || want < 1)
-        want = 1;
-    int64_t k = (in + want - 1) / want;
-    k = (k + quantum - 1) / quantum * quantum;
-    k = k > min_k ? k : min_k;
-    k = k < max_k ? k : max_k;
-    pl.k_per_block = (int)k;
-    pl.ksplit = (int)((in + k - 1) / k);
-    return pl;
+#pragma unroll
+    for (int b = 0; b < B; b++)
+        if (u + b < u_end)
+            buf[b] = load_weights16(q + (size_t)(u + b) * 32);
 }
 
-// The split-K's partials: ksplit x out floats, at their most (either kernel,
-// the widest strips, the largest GPU counted).
-static size_t awq_partials_bytes(int64_t in, int64_t out)
+// One unit (a lane's 16 bytes: UNIT_TILES k-tiles) into the lane's totals.
+// SPAN: k-tiles a scale multiplies at once (UNIT_TILES where groups are whole
+// units, else 1): a span accumulates in two mma chains (even and odd tiles),
+// then its two rows' sums are scaled into the totals. The group index steps a
+// span at a time without a branch (gi, left: the group, and its k-tiles not
+// yet begun; the same for the whole warp).
+template <typename T, int FMT, int SPAN>
+__device__ __forceinline__ void qmma_unit(const uint4 &raw, int u, const uint2 *x,
+                                          const lane_group *groups, int g, int t, int group_tiles,
+                                          int &gi, int &left, float (&tot)[2])
 {
-    size_t most = 0;
-    for (int kind = 0; kind < 3; kind++) {
-        const awq_plan pl = awq_plan_for(AWQ_MAX_SMS, kind == 2, kind == 1 ? 1 : 2, in, out);
-        const size_t b = (size_t)pl.ksplit * (size_t)out * sizeof(float);
-        most = b > most ? b : most;
+    constexpr int UT = tiles_of<FMT>::UNIT_TILES;
+    const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+    float acc[2][4];
+    lane_group lg;
+#pragma unroll
+    for (int tt = 0; tt < UT; tt++) {
+        if (tt % SPAN == 0) {
+            const bool next = left == 0;
+            gi += next;
+            left = (next ? group_tiles : left) - SPAN;
+            lg = groups[gi * 8 + g];
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                acc[0][e] = acc[1][e] = 0.0f;
+        }
+        const uint2 xv = x[(u * UT + tt) * 4 + t];
+        uint32_t a[4];
+        tile_fragments<T, FMT>(w, tt, lg.z0, lg.z1, a);
+        orin_cu_mma16816<T>(acc[tt & 1], a[0], a[1], a[2], a[3], xv.x, xv.y);
+        if (tt % SPAN == SPAN - 1) {
+            tot[0] = fmaf(lg.s0, acc[0][0] + acc[1][0], tot[0]);
+            tot[1] = fmaf(lg.s1, acc[0][2] + acc[1][2], tot[1]);
+        }
     }
-    return most;
 }
 
-template <typename T>
-static void awq_gemv(const orin_exec *ex, const awq_gemv_params &p, const awq_plan &pl)
+template <typename T, int FMT, int SPAN, int WARPS>
+__global__ void __launch_bounds__(32 * WARPS, WARPS < 24 ? 24 / WARPS : 1)
+    qmma_gemv_kernel(qmma_params p)
 {
-    const dim3 grid((unsigned)pl.strips, (unsigned)p.ksplit), block(GEMV_THREADS);
-    if (pl.mma) {
-        if constexpr (sizeof(T) == 2)
-            orin_cu_launch(ex, true, awq_gemv_mma_kernel<T>, grid, block, 0, p);
-        return;
+    constexpr int UT = tiles_of<FMT>::UNIT_TILES, B = QMMA_BATCH_TILES / UT;
+    // x [k], then the group data [groups][8] (qmma_smem_bytes)
+    extern __shared__ uint4 smem[];
+    __shared__ float red[WARPS][16];
+    const int j = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int g = lane >> 2, t = lane & 3;
+    const int per = (p.units + WARPS - 1) / WARPS;
+    const int u0 = min(p.units, warp * per), u1 = min(p.units, u0 + per);
+    const uint4 *q = p.q + (size_t)j * p.units * 32 + lane;
+    const int k = p.units * tiles_of<FMT>::UNIT_K;
+    uint4 *xs = smem;
+    lane_group *groups = (lane_group *)(xs + k * sizeof(T) / 16);
+    // The weights are never written by a kernel: two batches of loads go out
+    // before the PDL wait (measured: 4.26 against 4.65 ms an AWQ step).
+    uint4 cur[B], nxt[B];
+    load_units(cur, q, u0, u1);
+    load_units(nxt, q, u0 + B, u1);
+    // x and the group data to shared memory. The group data is never written
+    // by a kernel either: a thread's first PRELOAD entries are loaded before
+    // the wait, so that after it only x's round trip (from L2) remains.
+    const int nx = k * (int)sizeof(T) / 16, ng = p.groups * 8;
+    const uint32_t *sp = p.s + (size_t)j * ng;
+    const uint8_t *zp = p.z + (size_t)j * ng;
+    constexpr int PRELOAD = 4, THREADS = 32 * WARPS;
+    uint32_t pair[PRELOAD], zb[PRELOAD];
+#pragma unroll
+    for (int r = 0; r < PRELOAD; r++) {
+        const int i = threadIdx.x + r * THREADS;
+        pair[r] = i < ng ? sp[i] : 0;
+        zb[r] = FMT == FMT_AWQ4 && i < ng ? zp[i] : 0;
     }
-    orin_cu_launch(ex, true, pl.wpt == 2 ? awq_gemv_kernel<T, 2> : awq_gemv_kernel<T, 1>, grid,
-                   block, 0, p);
+    // PDL prologue (orin/cuda_util.cuh): the previous kernel wrote x.
+    orin_cu_allow_next();
+    orin_cu_wait_prior();
+    for (int i = threadIdx.x; i < nx; i += THREADS)
+        xs[i] = ((const uint4 *)p.x)[i];
+#pragma unroll
+    for (int r = 0; r < PRELOAD; r++) {
+        const int i = threadIdx.x + r * THREADS;
+        if (i < ng)
+            groups[i] = make_lane_group<T, FMT>(pair[r], zb[r]);
+    }
+    for (int i = threadIdx.x + PRELOAD * THREADS; i < ng; i += THREADS)
+        groups[i] = make_lane_group<T, FMT>(sp[i], FMT == FMT_AWQ4 ? zp[i] : 0);
+    __syncthreads();
+    const uint2 *x = (const uint2 *)xs; // 4 values of T in 8 bytes
+
+    float tot[2] = {0.0f, 0.0f};
+    int gi = u0 * UT / p.group_tiles, left = p.group_tiles - u0 * UT % p.group_tiles;
+    // batch u in cur while the next is in flight; whole batches unchecked
+    for (int u = u0; u < u1; u += B) {
+        if (u + B <= u1) {
+#pragma unroll
+            for (int b = 0; b < B; b++)
+                qmma_unit<T, FMT, SPAN>(cur[b], u + b, x, groups, g, t, p.group_tiles, gi, left, tot);
+        } else {
+#pragma unroll
+            for (int b = 0; b < B; b++)
+                if (u + b < u1)
+                    qmma_unit<T, FMT, SPAN>(cur[b], u + b, x, groups, g, t, p.group_tiles, gi,
+                                            left, tot);
+        }
+#pragma unroll
+        for (int b = 0; b < B; b++)
+            cur[b] = nxt[b];
+        load_units(nxt, q, u + 2 * B, u1);
+    }
+    if (t == 0) {
+        red[warp][g] = tot[0];
+        red[warp][g + 8] = tot[1];
+    }
+    __syncthreads();
+    if (threadIdx.x < 16) {
+        float sum = 0.0f;
+#pragma unroll
+        for (int wp = 0; wp < WARPS; wp++)
+            sum += red[wp][threadIdx.x];
+        const int row = 16 * j + threadIdx.x;
+        if (p.bias)
+            sum += orin_cu_f32(((const T *)p.bias)[row]);
+        ((T *)p.y)[row] = orin_cu_from_f32<T>(sum);
+    }
 }
 
 // ---- dequantizing a slice (prefill) ---------------------------------------------------
@@ -749,6 +514,50 @@ __device__ __forceinline__ void store_floats(T *dst, const float (&v)[N])
         for (int i = 0; i < V; i++)
             part[i] = v[h * V + i];
         orin_cu_store16(dst + h * V, part);
+    }
+}
+
+// wt[r][k] = w[16 j0 + r][k] for the slice's rows r < rows (its n-tiles
+// [j0, j0 + ceil(rows / 16))), from the tiles: [out][in] order. Launch:
+// grid-stride over rows x k/8 chunks, 256 threads; a thread writes 8
+// consecutive inputs of a row (one 16-byte store for f16: a warp stores 512
+// contiguous bytes), read from the two lanes (t = 2m, 2m + 1) of its row's
+// group that hold them: a word each (AWQ) or two bytes pairs' words (int8).
+// Bound by the bytes written.
+template <typename T, int FMT>
+__global__ void tiles_dequant_kernel(const uint4 *__restrict__ q, const uint32_t *__restrict__ s,
+                                     const uint8_t *__restrict__ z, T *__restrict__ wt, int k,
+                                     int groups, int group_tiles, int j0, int rows)
+{
+    constexpr int UT = tiles_of<FMT>::UNIT_TILES;
+    constexpr uint32_t MASK = FMT == FMT_AWQ4 ? 15u : 255u;
+    const int units = k / tiles_of<FMT>::UNIT_K, chunks = k / 8;
+    const uint32_t *qw = (const uint32_t *)q;
+    const int64_t total = (int64_t)rows * chunks;
+    for (int64_t item = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; item < total;
+         item += (int64_t)gridDim.x * blockDim.x) {
+        const int row = (int)(item / chunks), c = (int)(item % chunks);
+        const int j = j0 + row / 16, r = row % 16, g = r & 7, h = r >> 3;
+        const int kt = c / 2, m = c % 2, u = kt / UT, tt = kt % UT; // inputs 16kt + 8m ..
+        const size_t e = ((size_t)j * groups + kt / group_tiles) * 8 + g;
+        const uint32_t pair = s[e];
+        const float sc = __half2float(__ushort_as_half((unsigned short)(h ? pair >> 16 : pair & 0xFFFFu)));
+        const int zero = FMT == FMT_AWQ4 ? (int)(h ? z[e] >> 4 : z[e] & 15u) : 128;
+        // lane 4g + t's 16 bytes are words [((j units + u) 32 + 4g + t) 4 ..]
+        const uint32_t *lanes = qw + (((size_t)j * units + u) * 32 + 4 * g + 2 * m) * 4;
+        float v[8];
+#pragma unroll
+        for (int tl = 0; tl < 2; tl++) { // t = 2m + tl: inputs 4t .. 4t + 3 of the tile
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                if ((i & 1) != h)
+                    continue;
+                const uint32_t word = lanes[tl * 4 + tile_word<FMT>(tt, i)];
+                v[4 * tl + tile_col(0, i)] =
+                    (float)((int)((word >> tile_shift<FMT>(i)) & MASK) - zero) * sc;
+            }
+        }
+        store_floats<T>(wt + (size_t)row * k + 8 * c, v);
     }
 }
 
@@ -820,11 +629,11 @@ static unsigned grid_for(const orin_exec *ex, int64_t items)
 }
 
 // Outputs a slice holds: as many as SLICE_BYTES of dequantized weights take
-// (a multiple of 64 where it can, of 8 at least), at most out.
+// (a multiple of 64 where it can, of 16 at least: whole n-tiles), at most out.
 static int64_t slice_outputs(int64_t in, int64_t out, orin_dtype dt)
 {
     int64_t cols = (int64_t)(SLICE_BYTES / ((size_t)in * orin_dtype_size(dt)));
-    cols = cols >= 64 ? cols / 64 * 64 : 8;
+    cols = cols >= 64 ? cols / 64 * 64 : 16;
     return cols < out ? cols : out;
 }
 
@@ -834,19 +643,125 @@ static size_t slice_bytes(int64_t in, int64_t out, orin_dtype dt)
     return (b + SLICE_ALIGN - 1) / SLICE_ALIGN * SLICE_ALIGN;
 }
 
+
 // ---- the ops ------------------------------------------------------------------------
 
 struct quant_call {
     const char *label;
-    orin_weight_format fmt;
+    quant_fmt fmt;
     orin_dtype dt;
     int64_t n, in, out;
 };
 
-// Prefill: dequantize a slice of outputs, multiply, next slice. The workspace
-// holds the slice, then cuBLASLt's own.
-static int quant_prefill(const orin_exec *ex, const orin_matmul_quant_args *a,
-                         const quant_call *c)
+// Bytes of shared memory a GEMV block takes: x (f16/bf16) and the group data
+// of its 16 outputs.
+static size_t qmma_smem_bytes(quant_fmt fmt, int64_t in, int64_t groups)
+{
+    (void)fmt;
+    return (size_t)in * 2 + (size_t)groups * 8 * sizeof(lane_group);
+}
+
+template <typename T, int FMT>
+static int allow_smem(const char *label)
+{
+    constexpr int UT = tiles_of<FMT>::UNIT_TILES;
+    const void *kernels[] = {
+        (const void *)qmma_gemv_kernel<T, FMT, 1, QMMA_WARPS_WIDE>,
+        (const void *)qmma_gemv_kernel<T, FMT, UT, QMMA_WARPS_WIDE>,
+        (const void *)qmma_gemv_kernel<T, FMT, 1, QMMA_WARPS_NARROW>,
+        (const void *)qmma_gemv_kernel<T, FMT, UT, QMMA_WARPS_NARROW>,
+    };
+    for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
+        if (orin_cu_call(label, "shared memory of the quantized GEMV",
+                         cudaFuncSetAttribute(kernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              (int)QMMA_SMEM_MAX)) != 0)
+            return -1;
+    return 0;
+}
+
+// Lets every GEMV instantiation take QMMA_SMEM_MAX of dynamic shared memory
+// (beyond the default 48 KiB); once a process, from prepare.
+static int qmma_allow_smem(const char *label)
+{
+    static int done = 0;
+    if (done)
+        return 0;
+    const int rc = allow_smem<__half, FMT_AWQ4>(label) | allow_smem<__half, FMT_INT8>(label) |
+                   allow_smem<__nv_bfloat16, FMT_AWQ4>(label) |
+                   allow_smem<__nv_bfloat16, FMT_INT8>(label);
+    if (rc != 0)
+        return -1;
+    done = 1;
+    return 0;
+}
+
+// Whether prepare puts a weight into tiles: f16/bf16 on sm_80+, whole tiles
+// and units, groups of whole k-tiles, a GEMV block's x and group data within
+// QMMA_SMEM_MAX.
+static bool tiles_fit(const orin_exec *ex, quant_fmt fmt, orin_dtype dt, int64_t in, int64_t out,
+                      int32_t group)
+{
+    const int64_t unit_k = fmt == FMT_AWQ4 ? tiles_of<FMT_AWQ4>::UNIT_K : tiles_of<FMT_INT8>::UNIT_K;
+    return (dt == ORIN_F16 || dt == ORIN_BF16) && orin_cu_cc_major(ex) >= 8 && out % 16 == 0 &&
+           in % unit_k == 0 && group > 0 && group % 16 == 0 && in % group == 0 &&
+           in <= INT32_MAX && out <= INT32_MAX &&
+           qmma_smem_bytes(fmt, in, in / group) <= QMMA_SMEM_MAX;
+}
+
+// The slice's weights, rows [o0, o0 + rows), dequantized into `slice` in the
+// compute dtype: [rows][in], or [in][rows] (*kmajor) for stored AWQ.
+static int dequant_slice(const orin_exec *ex, const orin_matmul_quant_args *a,
+                         const quant_call *c, int64_t o0, int64_t rows, void *slice, bool *kmajor)
+{
+    const orin_qweight *w = &a->w;
+    cudaStream_t stream = orin_cu_stream(ex);
+    const int in = (int)c->in, group = w->group_size;
+    *kmajor = false;
+    if (w->layout == LAYOUT_TILES) {
+        const unsigned blocks = grid_for(ex, rows * (c->in / 8));
+        const int groups = (int)(c->in / group), gt = group / 16, j0 = (int)(o0 / 16);
+        const uint4 *q = (const uint4 *)w->qweight.data;
+        const uint32_t *s = (const uint32_t *)w->scales.data;
+        const uint8_t *z = (const uint8_t *)w->zeros.data;
+        if (c->fmt == FMT_AWQ4) {
+            ORIN_CU_DISPATCH(c->dt, c->label, T,
+                             (tiles_dequant_kernel<T, FMT_AWQ4><<<blocks, GEMV_THREADS, 0, stream>>>(
+                                 q, s, z, (T *)slice, in, groups, gt, j0, (int)rows)));
+        } else {
+            ORIN_CU_DISPATCH(c->dt, c->label, T,
+                             (tiles_dequant_kernel<T, FMT_INT8><<<blocks, GEMV_THREADS, 0, stream>>>(
+                                 q, s, z, (T *)slice, in, groups, gt, j0, (int)rows)));
+        }
+    } else if (c->fmt == FMT_AWQ4) {
+        *kmajor = true;
+        const unsigned blocks = grid_for(ex, c->in * rows / 8);
+        ORIN_CU_DISPATCH(c->dt, c->label, T,
+                         awq_dequant_kernel<T><<<blocks, GEMV_THREADS, 0, stream>>>(
+                             (const uint32_t *)w->qweight.data, (const uint32_t *)w->zeros.data,
+                             (const __half *)w->scales.data, (T *)slice, in, (int)c->out, group,
+                             (int)o0, (int)rows));
+    } else if (c->in % 16 == 0 && group % 16 == 0 && orin_cu_aligned16(w->qweight.data)) {
+        const unsigned blocks = grid_for(ex, c->in * rows / 16);
+        ORIN_CU_DISPATCH(c->dt, c->label, T,
+                         (int8_dequant_kernel<T, true><<<blocks, GEMV_THREADS, 0, stream>>>(
+                             (const int8_t *)w->qweight.data, (const __half *)w->scales.data,
+                             (T *)slice, in, group, (int)o0, (int)rows)));
+    } else {
+        const unsigned blocks = grid_for(ex, c->in * rows);
+        ORIN_CU_DISPATCH(c->dt, c->label, T,
+                         (int8_dequant_kernel<T, false><<<blocks, GEMV_THREADS, 0, stream>>>(
+                             (const int8_t *)w->qweight.data, (const __half *)w->scales.data,
+                             (T *)slice, in, group, (int)o0, (int)rows)));
+    }
+    return orin_cu_launched(c->label, c->dt, "dequantize w [%lld, %lld] rows %lld..%lld (layout %u)",
+                            (long long)c->out, (long long)c->in, (long long)o0,
+                            (long long)(o0 + rows), w->layout);
+}
+
+// Dequantize a slice of outputs, multiply, next slice: prefill, and decode of
+// weights left as stored. The workspace holds the slice, then cuBLASLt's own.
+static int quant_sliced(const orin_exec *ex, const orin_matmul_quant_args *a,
+                        const quant_call *c)
 {
     const size_t need = slice_bytes(c->in, c->out, c->dt);
     const uintptr_t base = ((uintptr_t)ex->workspace + SLICE_ALIGN - 1) / SLICE_ALIGN * SLICE_ALIGN;
@@ -859,38 +774,11 @@ static int quant_prefill(const orin_exec *ex, const orin_matmul_quant_args *a,
                                                    ex->workspace_size - pad - need, &lt_ws);
     const int64_t cols = slice_outputs(c->in, c->out, c->dt);
     const size_t elem = orin_dtype_size(c->dt);
-    const orin_qweight *w = &a->w;
-    const bool int8_vec = c->in % 16 == 0 && w->group_size % 16 == 0 &&
-                          orin_cu_aligned16(w->qweight.data);
     for (int64_t o0 = 0; o0 < c->out; o0 += cols) {
         const int64_t rows = c->out - o0 < cols ? c->out - o0 : cols;
-        const unsigned blocks = grid_for(ex, c->fmt == ORIN_WEIGHT_AWQ4 ? c->in * rows / 8
-                                             : int8_vec                 ? c->in * rows / 16
-                                                                        : c->in * rows);
-        cudaStream_t stream = orin_cu_stream(ex);
-        if (c->fmt == ORIN_WEIGHT_AWQ4) {
-            ORIN_CU_DISPATCH(c->dt, c->label, T,
-                             awq_dequant_kernel<T><<<blocks, GEMV_THREADS, 0, stream>>>(
-                                 (const uint32_t *)w->qweight.data,
-                                 (const uint32_t *)w->zeros.data, (const __half *)w->scales.data,
-                                 (T *)slice, (int)c->in, (int)c->out, w->group_size, (int)o0,
-                                 (int)rows));
-        } else if (int8_vec) {
-            ORIN_CU_DISPATCH(c->dt, c->label, T,
-                             int8_dequant_kernel<T, true><<<blocks, GEMV_THREADS, 0, stream>>>(
-                                 (const int8_t *)w->qweight.data, (const __half *)w->scales.data,
-                                 (T *)slice, (int)c->in, w->group_size, (int)o0, (int)rows));
-        } else {
-            ORIN_CU_DISPATCH(c->dt, c->label, T,
-                             int8_dequant_kernel<T, false><<<blocks, GEMV_THREADS, 0, stream>>>(
-                                 (const int8_t *)w->qweight.data, (const __half *)w->scales.data,
-                                 (T *)slice, (int)c->in, w->group_size, (int)o0, (int)rows));
-        }
-        if (orin_cu_launched(c->label, c->dt, "dequantize w [%lld, %lld] rows %lld..%lld",
-                             (long long)c->out, (long long)c->in, (long long)o0,
-                             (long long)(o0 + rows)))
+        bool kmajor;
+        if (dequant_slice(ex, a, c, o0, rows, slice, &kmajor) != 0)
             return -1;
-        const bool kmajor = c->fmt == ORIN_WEIGHT_AWQ4;
         const cuda_gemm g = {
             .n = c->n, .in = c->in, .out = rows,
             .x = a->x.data, .w = slice,
@@ -904,58 +792,57 @@ static int quant_prefill(const orin_exec *ex, const orin_matmul_quant_args *a,
     return 0;
 }
 
-static int awq_decode(const orin_exec *ex, const orin_matmul_quant_args *a, const quant_call *c)
+// Groups of whole units scale a unit's sums at once (SPAN = UNIT_TILES); a
+// grid of fewer blocks than SMs takes 16 warps a block.
+template <typename T, int FMT, int WARPS>
+static void launch_qmma_warps(const orin_exec *ex, const qmma_params &p, unsigned tiles, size_t smem)
 {
-    const awq_plan pl = awq_plan_for(orin_cu_sm_count(ex), awq_mma_fits(ex, a, c->dt, c->in, c->out),
-                                     awq_words_per_thread(&a->w, c->out), c->in, c->out);
-    awq_gemv_params p = {
-        .qweight = (const uint32_t *)a->w.qweight.data,
-        .zeros = (const uint32_t *)a->w.zeros.data,
-        .scales = (const __half *)a->w.scales.data,
-        .x = a->x.data, .bias = a->bias.data, .y = a->y.data,
-        .partials = NULL, .slab = -1,
-        .in = (int)c->in, .out = (int)c->out, .group = a->w.group_size,
-        .k_per_block = pl.k_per_block, .ksplit = pl.ksplit,
-    };
-    if (p.ksplit > 1 && pl.strips > AWQ_COUNTERS)
-        return orin_error_set("%s: w [%lld, %lld]: more than %d outputs with more than %d "
-                              "inputs (the decode kernel's limits)", c->label, (long long)c->out,
-                              (long long)c->in, AWQ_COUNTERS * 32 * pl.wpt * 8, AWQ_MAX_K);
-    if (p.ksplit > 1) {
-        const size_t need = (size_t)p.ksplit * (size_t)c->out * sizeof(float);
-        if (!ex->workspace || ex->workspace_size < need || !orin_cu_aligned16(ex->workspace))
-            return orin_error_set("%s: workspace of %zu bytes, %zu needed (16-byte aligned)",
-                                  c->label, ex->workspace_size, need);
-        p.partials = (float *)ex->workspace;
-        p.slab = orin_cu_stream_slot(&awq_slabs, ex, AWQ_COUNTER_SLABS);
-        if (p.slab < 0)
-            return orin_error_set("%s: split-K counters for more than %d streams", c->label,
-                                  AWQ_COUNTER_SLABS);
-    }
-    ORIN_CU_DISPATCH(c->dt, c->label, T, awq_gemv<T>(ex, p, pl));
-    return orin_cu_launched(c->label, c->dt, "awq gemv (%s): x [1, %lld], w [%lld, %lld], group %d",
-                            pl.mma ? "tensor cores" : "cuda cores", (long long)c->in,
-                            (long long)c->out, (long long)c->in, a->w.group_size);
+    constexpr int UT = tiles_of<FMT>::UNIT_TILES;
+    orin_cu_launch(ex, true,
+                   p.group_tiles % UT == 0 ? qmma_gemv_kernel<T, FMT, UT, WARPS>
+                                           : qmma_gemv_kernel<T, FMT, 1, WARPS>,
+                   dim3(tiles), dim3(32 * WARPS), smem, p);
 }
 
-static int int8_decode(const orin_exec *ex, const orin_matmul_quant_args *a, const quant_call *c)
+template <typename T, int FMT>
+static void launch_qmma_gemv(const orin_exec *ex, const qmma_params &p, unsigned tiles, size_t smem)
 {
-    const int8_gemv_params p = {
-        .q = (const int8_t *)a->w.qweight.data,
-        .scales = (const __half *)a->w.scales.data,
+    if ((int)tiles < orin_cu_sm_count(ex))
+        launch_qmma_warps<T, FMT, QMMA_WARPS_NARROW>(ex, p, tiles, smem);
+    else
+        launch_qmma_warps<T, FMT, QMMA_WARPS_WIDE>(ex, p, tiles, smem);
+}
+
+static int tiles_decode(const orin_exec *ex, const orin_matmul_quant_args *a, const quant_call *c)
+{
+    const int64_t groups = c->in / a->w.group_size;
+    const qmma_params p = {
+        .q = (const uint4 *)a->w.qweight.data,
+        .s = (const uint32_t *)a->w.scales.data,
+        .z = (const uint8_t *)a->w.zeros.data,
         .x = a->x.data, .bias = a->bias.data, .y = a->y.data,
-        .in = (int)c->in, .out = (int)c->out, .group = a->w.group_size,
+        .units = (int)(c->in / (c->fmt == FMT_AWQ4 ? tiles_of<FMT_AWQ4>::UNIT_K
+                                                   : tiles_of<FMT_INT8>::UNIT_K)),
+        .groups = (int)groups, .group_tiles = a->w.group_size / 16,
     };
-    ORIN_CU_DISPATCH(c->dt, c->label, T, int8_gemv<T>(ex, p));
-    return orin_cu_launched(c->label, c->dt, "int8 gemv: x [1, %lld], w [%lld, %lld], group %d",
+    const unsigned tiles = (unsigned)(c->out / 16);
+    const size_t smem = qmma_smem_bytes(c->fmt, c->in, groups);
+    if (c->dt == ORIN_F16)
+        c->fmt == FMT_AWQ4 ? launch_qmma_gemv<__half, FMT_AWQ4>(ex, p, tiles, smem)
+                           : launch_qmma_gemv<__half, FMT_INT8>(ex, p, tiles, smem);
+    else
+        c->fmt == FMT_AWQ4 ? launch_qmma_gemv<__nv_bfloat16, FMT_AWQ4>(ex, p, tiles, smem)
+                           : launch_qmma_gemv<__nv_bfloat16, FMT_INT8>(ex, p, tiles, smem);
+    return orin_cu_launched(c->label, c->dt, "gemv on tiles: x [1, %lld], w [%lld, %lld], group %d",
                             (long long)c->in, (long long)c->out, (long long)c->in,
                             a->w.group_size);
 }
 
-static int matmul_quant(const orin_exec *ex, const orin_matmul_quant_args *a,
-                        orin_weight_format fmt, orin_dtype dt, const char *label)
+static int matmul_quant(const orin_exec *ex, const orin_matmul_quant_args *a, quant_fmt fmt,
+                        orin_dtype dt, const char *label)
 {
-    if (orin_check_matmul_quant(label, ex, a, fmt, CUDA, dt))
+    const orin_weight_format wf = fmt == FMT_AWQ4 ? ORIN_WEIGHT_AWQ4 : ORIN_WEIGHT_INT8;
+    if (orin_check_matmul_quant(label, ex, a, wf, CUDA, dt))
         return -1;
     if (dt != ORIN_F32 && dt != ORIN_F16 && dt != ORIN_BF16)
         return orin_error_set("%s: dtype %s is not supported on cuda", label,
@@ -969,25 +856,30 @@ static int matmul_quant(const orin_exec *ex, const orin_matmul_quant_args *a,
     if (c.in > INT32_MAX || c.out > INT32_MAX)
         return orin_error_set("%s: dimensions beyond 2^31 (w [%lld, %lld])", label,
                               (long long)c.out, (long long)c.in);
-    if (c.n > 1)
-        return quant_prefill(ex, a, &c);
-    return fmt == ORIN_WEIGHT_AWQ4 ? awq_decode(ex, a, &c) : int8_decode(ex, a, &c);
+    if (a->w.layout != LAYOUT_STORED &&
+        (a->w.layout != LAYOUT_TILES || !tiles_fit(ex, fmt, dt, c.in, c.out, a->w.group_size)))
+        return orin_error_set("%s: w.layout %u is not one this implementation's prepare makes "
+                              "for w [%lld, %lld], group %d", label, a->w.layout,
+                              (long long)c.out, (long long)c.in, a->w.group_size);
+    if (c.n == 1 && a->w.layout == LAYOUT_TILES && orin_cu_aligned16(a->x.data))
+        return tiles_decode(ex, a, &c);
+    return quant_sliced(ex, a, &c);
 }
 
 extern "C" int cuda_matmul_awq4(const orin_exec *ex, const orin_matmul_quant_args *a,
                                 orin_dtype dt)
 {
-    return matmul_quant(ex, a, ORIN_WEIGHT_AWQ4, dt, "matmul.awq4 (common)");
+    return matmul_quant(ex, a, FMT_AWQ4, dt, "matmul.awq4 (common)");
 }
 
 extern "C" int cuda_matmul_int8(const orin_exec *ex, const orin_matmul_quant_args *a,
                                 orin_dtype dt)
 {
-    return matmul_quant(ex, a, ORIN_WEIGHT_INT8, dt, "matmul.int8 (common)");
+    return matmul_quant(ex, a, FMT_INT8, dt, "matmul.int8 (common)");
 }
 
-// The larger of the prefill's (a slice, then cuBLASLt's workspace) and the
-// AWQ decode's (the split-K partials), for the widest call the args describe.
+// The prefill's slice, then cuBLASLt's workspace, for the widest call the args
+// describe (the GEMV on tiles needs none).
 extern "C" size_t cuda_matmul_quant_workspace_size(const void *args)
 {
     const orin_matmul_quant_args *a = (const orin_matmul_quant_args *)args;
@@ -996,8 +888,123 @@ extern "C" size_t cuda_matmul_quant_workspace_size(const void *args)
     const int64_t in = a->x.shape[a->x.ndim - 1], out = a->y.shape[a->y.ndim - 1];
     if (in < 1 || out < 1)
         return 0;
-    const size_t prefill = SLICE_ALIGN + slice_bytes(in, out, a->x.dtype) +
-                           cuda_matmul_workspace_size(args);
-    const size_t decode = awq_partials_bytes(in, out);
-    return prefill > decode ? prefill : decode;
+    return SLICE_ALIGN + slice_bytes(in, out, a->x.dtype) + cuda_matmul_workspace_size(args);
+}
+
+// ---- prepare ------------------------------------------------------------------------
+
+// `bytes` of device memory at src copied to a new buffer (*copy), on the stream.
+static int device_copy(orin_device *dev, const char *label, const void *src, size_t bytes,
+                       void **copy)
+{
+    *copy = dev->ops->alloc(dev, bytes);
+    if (!*copy)
+        return orin_error_set("%s: prepare: cannot allocate a copy of %zu bytes on %s", label,
+                              bytes, dev->name);
+    return dev->ops->copy_d2d(dev, *copy, src, bytes);
+}
+
+static int check_bytes(const char *label, const char *what, const orin_tensor *t, size_t want)
+{
+    if (t->device != CUDA || !t->data)
+        return orin_error_set("%s: prepare: %s is not on cuda", label, what);
+    if (orin_tensor_nbytes(t) != want)
+        return orin_error_set("%s: prepare: %s holds %zu bytes, %zu expected", label, what,
+                              orin_tensor_nbytes(t), want);
+    return 0;
+}
+
+// Rows of int8 weights packed a pass (their copy is the pass's scratch).
+#define PACK_CHUNK_BYTES ((size_t)64 << 20)
+
+// The stored tensors rewritten as tiles, in place, where tiles_fit; else left
+// as they are (layout 0).
+static int quant_prepare(const orin_exec *ex, void *args, quant_fmt fmt, const char *label)
+{
+    orin_matmul_quant_args *a = (orin_matmul_quant_args *)args;
+    if (a->x.ndim < 1 || a->y.ndim < 1)
+        return orin_error_set("%s: prepare: x and y describe no call", label);
+    if (a->w.layout != LAYOUT_STORED)
+        return orin_error_set("%s: prepare: the weight is in layout %u already", label,
+                              a->w.layout);
+    const int64_t in = a->x.shape[a->x.ndim - 1], out = a->y.shape[a->y.ndim - 1];
+    const int32_t group = a->w.group_size;
+    if (!tiles_fit(ex, fmt, a->x.dtype, in, out, group))
+        return 0;
+    if (qmma_allow_smem(label) != 0)
+        return -1;
+    const int64_t groups = in / group;
+    const bool awq = fmt == FMT_AWQ4;
+    const size_t qbytes = (size_t)(out * in) / (awq ? 2 : 1), sbytes = (size_t)(out * groups) * 2;
+    if (check_bytes(label, "qweight", &a->w.qweight, qbytes) ||
+        check_bytes(label, "scales", &a->w.scales, sbytes) ||
+        (awq && check_bytes(label, "zeros", &a->w.zeros, sbytes / 4)))
+        return -1;
+
+    orin_device *dev = ex->device;
+    cudaStream_t stream = orin_cu_stream(ex);
+    void *src_q = NULL, *src_s = NULL, *src_z = NULL;
+    pack_params p = {
+        .src_q = NULL, .src_s = NULL, .src_z = NULL,
+        .q = (uint4 *)a->w.qweight.data, .s = (uint32_t *)a->w.scales.data,
+        .z = (uint8_t *)a->w.zeros.data,
+        .n = (int)out, .k = (int)in, .groups = (int)groups, .group = group,
+        .j0 = 0, .tiles = (int)(out / 16),
+    };
+    // int8: chunks of whole n-tiles; AWQ: all at once
+    const int64_t tile_bytes = 16 * in / (awq ? 2 : 1);
+    int64_t chunk_tiles = awq ? out / 16 : (int64_t)(PACK_CHUNK_BYTES / (size_t)tile_bytes);
+    chunk_tiles = chunk_tiles < 1 ? 1 : chunk_tiles > out / 16 ? out / 16 : chunk_tiles;
+    int rc = device_copy(dev, label, a->w.scales.data, sbytes, &src_s) ||
+                     (awq && device_copy(dev, label, a->w.zeros.data, sbytes / 4, &src_z)) ||
+                     device_copy(dev, label, a->w.qweight.data, (size_t)(chunk_tiles * tile_bytes),
+                                 &src_q)
+                 ? -1
+                 : 0;
+    p.src_s = (const uint16_t *)src_s;
+    p.src_z = (const uint32_t *)src_z;
+    p.src_q = src_q;
+    if (rc == 0) {
+        const unsigned blocks = grid_for(ex, out / 16 * groups * 8);
+        if (awq)
+            pack_groups_kernel<FMT_AWQ4><<<blocks, GEMV_THREADS, 0, stream>>>(p);
+        else
+            pack_groups_kernel<FMT_INT8><<<blocks, GEMV_THREADS, 0, stream>>>(p);
+        rc = orin_cu_launched(label, a->x.dtype, "prepare: scales of w [%lld, %lld]",
+                              (long long)out, (long long)in);
+    }
+    for (int64_t j0 = 0; rc == 0 && j0 < out / 16; j0 += chunk_tiles) {
+        p.j0 = (int)j0;
+        p.tiles = (int)(out / 16 - j0 < chunk_tiles ? out / 16 - j0 : chunk_tiles);
+        if (j0 > 0 && dev->ops->copy_d2d(dev, src_q, (char *)a->w.qweight.data + j0 * tile_bytes,
+                                         (size_t)(p.tiles * tile_bytes)) != 0) {
+            rc = -1;
+            break;
+        }
+        const unsigned blocks = grid_for(ex, (int64_t)p.tiles * tile_bytes / 16);
+        if (awq)
+            pack_weights_kernel<FMT_AWQ4><<<blocks, GEMV_THREADS, 0, stream>>>(p);
+        else
+            pack_weights_kernel<FMT_INT8><<<blocks, GEMV_THREADS, 0, stream>>>(p);
+        rc = orin_cu_launched(label, a->x.dtype, "prepare: w [%lld, %lld] tiles from %lld",
+                              (long long)out, (long long)in, (long long)j0);
+    }
+    if (dev->ops->synchronize(dev) != 0)
+        rc = -1;
+    dev->ops->free(dev, src_q);
+    dev->ops->free(dev, src_s);
+    dev->ops->free(dev, src_z);
+    if (rc == 0)
+        a->w.layout = LAYOUT_TILES;
+    return rc;
+}
+
+extern "C" int cuda_matmul_awq4_prepare(const orin_exec *ex, void *args)
+{
+    return quant_prepare(ex, args, FMT_AWQ4, "matmul.awq4 (common)");
+}
+
+extern "C" int cuda_matmul_int8_prepare(const orin_exec *ex, void *args)
+{
+    return quant_prepare(ex, args, FMT_INT8, "matmul.int8 (common)");
 }

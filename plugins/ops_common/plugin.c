@@ -106,6 +106,17 @@ CUDA_ENTRIES(rope_table, orin_rope_table_args)
         CUDA_IMPL(name, cuda_##op##_bf16, ORIN_BF16, ws)
 #define CUDA_IMPLS(name, op) CUDA_IMPLS_WS(name, op, NULL)
 
+/* The quantized matmuls: a prepare puts f16/bf16 weights into their tiles. */
+#define QUANT_IMPL(name, fn, dt, suffix)                                            \
+    {                                                                               \
+        .op = name, .provider = "common", .device = ORIN_DEVICE_CUDA, .dtype = dt,  \
+        .run = cuda_##fn##_##suffix, .workspace_size = cuda_matmul_quant_workspace_size, \
+        .flags = ORIN_OP_REFERENCE | ORIN_OP_GRAPH_SAFE, .prepare = cuda_##fn##_prepare, \
+    }
+#define QUANT_IMPLS(name, fn)                                                       \
+    QUANT_IMPL(name, fn, ORIN_F32, f32), QUANT_IMPL(name, fn, ORIN_F16, f16),       \
+        QUANT_IMPL(name, fn, ORIN_BF16, bf16)
+
 /* The fused ops (cuda_fused.cu): CUDA only; a model without them runs the
  * sequence of plain ops each one stands for. */
 CUDA_ENTRIES(add_rmsnorm, orin_add_rmsnorm_args)
@@ -150,8 +161,8 @@ static const orin_op_impl impls[] = {
     CUDA_IMPLS(ORIN_OP_ADD, add),
     CUDA_IMPLS(ORIN_OP_ARGMAX, argmax),
     CUDA_IMPLS(ORIN_OP_KV_WRITE, kv_write),
-    CUDA_IMPLS_WS(ORIN_OP_MATMUL_AWQ4, matmul_awq4, cuda_matmul_quant_workspace_size),
-    CUDA_IMPLS_WS(ORIN_OP_MATMUL_INT8, matmul_int8, cuda_matmul_quant_workspace_size),
+    QUANT_IMPLS(ORIN_OP_MATMUL_AWQ4, matmul_awq4),
+    QUANT_IMPLS(ORIN_OP_MATMUL_INT8, matmul_int8),
     CUDA_IMPLS(ORIN_OP_LAYERNORM, layernorm),
     CUDA_IMPLS(ORIN_OP_GELU, gelu),
     CUDA_IMPLS(ORIN_OP_ROPE_TABLE, rope_table),

@@ -199,6 +199,18 @@ static void quant_case_run(orin_weight_format fmt, orin_dtype dt, int64_t n, int
              orin_dtype_name(dt), (long long)n, (long long)in, (long long)out, (long long)in,
              group, bias ? " + bias" : "");
     orin_error_clear();
+    /* the weight as the model keeps it: through the implementation's prepare */
+    if (impl && impl->prepare && impl->prepare(&ex, &a) != 0) {
+        CHECK(false, "%s: prepare: %s", what, orin_error());
+        impl = NULL;
+    }
+    /* ops_common's prepare on the GPU: f16/bf16 weights of whole 16-output,
+     * 64-input tiles and groups of whole tiles, whose x and group data fit a
+     * GEMV block's 96 KiB of shared memory, leave the stored layout, so that
+     * the cases above run its kernels too */
+    const bool tiles = ops_on_gpu() && dt != ORIN_F32 && out % 16 == 0 && in % 64 == 0 &&
+                       group % 16 == 0 && in * 2 + in / group * 128 <= 96 * 1024;
+    CHECK(!impl || !tiles || a.w.layout != 0, "%s: prepare left the stored layout", what);
     for (int pass = 0; impl && pass < (ops_on_gpu() ? 2 : 1); pass++) {
         int rc = impl->run(&ex, &a);
         CHECK(rc == 0, "%s: %s", what, orin_error());
@@ -223,17 +235,24 @@ typedef struct shape {
 static const shape awq_shapes[] = {
     {1, 64, 8, 64},    {1, 96, 200, 32},  {1, 256, 64, 128}, {1, 48, 24, 48},
     {3, 40, 72, 8},    {7, 128, 136, 16}, {300, 64, 80, 32}, {257, 32, 16, 4},
+    {1, 192, 32, 64},
 };
 static const shape int8_shapes[] = {
     {1, 1, 1, 1},     {1, 67, 33, 67},   {1, 256, 65, 128}, {1, 300, 129, 100},
-    {5, 96, 70, 32},  {300, 64, 65, 64}, {257, 16, 8, 4},
+    {5, 96, 70, 32},  {300, 64, 65, 64}, {257, 16, 8, 4},  {1, 256, 48, 64},
+    {9, 64, 32, 32},
 };
-/* The GPU's sizes: real layer widths; for the tensor-core AWQ decode (f16/bf16,
- * whole 64-output strips) also split-K with a last block of one 16-row chunk
- * and groups of 16 and 32. */
+/* The GPU's sizes: real layer widths, and shapes that stay in the stored
+ * layout (1040 inputs: not whole units; 32,768 inputs in 2,048 groups: more
+ * than a block's shared memory holds). */
 static const shape gpu_shapes[] = {
     {1, 4096, 4096, 128}, {1, 4096, 12288, 128}, {33, 1024, 2048, 128}, {300, 2048, 520, 64},
     {1, 1040, 128, 16},   {1, 2048, 192, 32},
+    /* tiles (GPU prepare): a group across the warps' shares of k (576 = 9 units
+     * of 64 over 8 warps), warps with no share (192), many groups a block
+     * (4096 / 16), rows past 16 tiles, and prefill over tiles */
+    {1, 576, 48, 192},    {1, 192, 32, 64},     {1, 4096, 64, 16},  {1, 1024, 1040, 32},
+    {17, 576, 1040, 64},  {2, 8192, 32, 2048},  {1, 32768, 16, 16},
 };
 
 static void test_format(orin_weight_format fmt, orin_dtype dt)
@@ -295,6 +314,9 @@ static void test_errors(orin_dtype dt)
     bad.y = ops_tensor(c.y.data, dt, 2, (int64_t[]){1, 16});
     ops_expect_error("y rows", awq, &ex, &bad, "y has 1 rows, x has 2");
     ops_expect_error("awq args to int8", i8, &ex, &a, "zeros: int8 weights are symmetric");
+    bad = a;
+    bad.w.layout = 7; /* no prepare makes it */
+    ops_expect_error("unknown layout", awq, &ex, &bad, "w.layout 7");
     bad = a;
     bad.w.zeros = (orin_tensor){0};
     bad.w.scales = ops_tensor(c.scales, ORIN_F16, 2, (int64_t[]){16, 2});

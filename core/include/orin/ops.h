@@ -315,6 +315,8 @@ typedef struct orin_qweight {
     orin_tensor zeros;
     orin_tensor scales;
     int32_t group_size;   /* divides in */
+    uint32_t layout;      /* 0: as above; else the layout the bound implementation's
+                             prepare rearranged the same bytes into (orin/registry.h) */
 } orin_qweight;
 
 /* Where column c (0..7) of an AWQ word sits: nibble i holds column

@@ -40,6 +40,13 @@ typedef size_t (*orin_op_workspace_fn)(const void *args);
  * scalars, never data). false with a reason in why, e.g. "head_dim 96 (fa2 runs
  * 64 and 128)". NULL means every call its checks accept. */
 typedef bool (*orin_op_supports_fn)(const void *args, char *why, size_t why_cap);
+/* Rearranges the weights of a call struct in place, once, at load, into the
+ * layout the implementation's kernels read, and records that layout in the
+ * struct (matmul.awq4 and matmul.int8: orin_qweight.layout); the caller keeps
+ * the struct's weights for every later call to that implementation. `args`
+ * describes the calls to come (x and y may have no data). NULL: the weights
+ * are read as stored. Returns 0, or -1 with orin_error_set(). */
+typedef int (*orin_op_prepare_fn)(const orin_exec *ex, void *args);
 
 enum {
     ORIN_OP_GRAPH_SAFE = 1u << 0, /* may be captured into a CUDA graph and replayed */
@@ -55,6 +62,7 @@ typedef struct orin_op_impl {
     orin_op_workspace_fn workspace_size;
     uint32_t flags;
     orin_op_supports_fn supports;
+    orin_op_prepare_fn prepare;
 } orin_op_impl;
 
 typedef struct orin_registry orin_registry;
