@@ -69,8 +69,10 @@ typedef struct qwen_ops {
      * sequence each one stands for. */
     const orin_op_impl *add_rmsnorm, *matmul_qkv, *matmul_swiglu, *rope_kv_write;
     const orin_op_impl *sample;           /* sample.candidates, off the host only */
-    /* The quantized matmuls, bound where a layer is in their format. */
-    const orin_op_impl *matmul_awq4, *matmul_int8;
+    /* By orin_weight_format: the quantized matmuls, bound where a layer is in
+     * their format, and their fused q/k/v and gate/up+SwiGLU (optional, from
+     * the provider of the matmul, whose prepare laid the weights out). */
+    const orin_op_impl *matmul_quant[3], *matmul_qkv_quant[3], *matmul_swiglu_quant[3];
 } qwen_ops;
 
 /* The candidates sample.candidates may return to the host (a top_k of 20 asks
@@ -269,7 +271,7 @@ static int32_t group_of(const orin_model *m, orin_weight_format fmt, int64_t in)
 static int prepare_qweight(orin_model *m, orin_weight_format fmt, const char *name, int64_t out,
                            int64_t in, orin_qweight *q)
 {
-    const orin_op_impl *impl = fmt == ORIN_WEIGHT_AWQ4 ? m->op.matmul_awq4 : m->op.matmul_int8;
+    const orin_op_impl *impl = m->op.matmul_quant[fmt];
     if (!impl || !impl->prepare)
         return 0;
     orin_matmul_quant_args a = {
@@ -683,27 +685,37 @@ static void bind_optional_ops(orin_model *m, const orin_model_options *opt)
 }
 
 /* The quantized matmul of each format some layer is stored in. A device
- * whose plugins lack it fails here, at load, with the registry's line. */
+ * whose plugins lack it fails here, at load, with the registry's line. Where
+ * runtime.fused_ops wants them, the fused q/k/v and gate/up+SwiGLU of that
+ * format from the same provider (the weights are in the layout its prepare
+ * makes), if it has them. */
 static int bind_quant_ops(orin_model *m, const orin_model_options *opt)
 {
     const struct {
         orin_weight_format fmt;
-        const char *op;
-        const orin_op_impl **dst;
+        const char *op, *qkv, *swiglu;
         const char *why;
     } table[] = {
-        {ORIN_WEIGHT_AWQ4, ORIN_OP_MATMUL_AWQ4, &m->op.matmul_awq4,
+        {ORIN_WEIGHT_AWQ4, ORIN_OP_MATMUL_AWQ4, ORIN_OP_MATMUL_QKV_AWQ4, ORIN_OP_MATMUL_SWIGLU_AWQ4,
          "AWQ int4 weights (config.json's quantization_config)"},
-        {ORIN_WEIGHT_INT8, ORIN_OP_MATMUL_INT8, &m->op.matmul_int8, "model.quant = int8"},
+        {ORIN_WEIGHT_INT8, ORIN_OP_MATMUL_INT8, ORIN_OP_MATMUL_QKV_INT8, ORIN_OP_MATMUL_SWIGLU_INT8,
+         "model.quant = int8"},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-        if (!m->uses_format[table[i].fmt])
+        const orin_weight_format f = table[i].fmt;
+        if (!m->uses_format[f])
             continue;
         orin_bind_request req = {.op = table[i].op, .device = m->dev->kind, .dtype = m->dtype,
                                  .strict = opt->strict};
-        *table[i].dst = orin_registry_bind(opt->registry, &req);
-        if (!*table[i].dst)
+        if (!(m->op.matmul_quant[f] = orin_registry_bind(opt->registry, &req)))
             return orin_error_prefix("%s: ", table[i].why);
+        if (!opt->fused_ops)
+            continue;
+        const char *provider = m->op.matmul_quant[f]->provider;
+        m->op.matmul_qkv_quant[f] = orin_registry_find(opt->registry, table[i].qkv, provider,
+                                                       m->dev->kind, m->dtype);
+        m->op.matmul_swiglu_quant[f] = orin_registry_find(opt->registry, table[i].swiglu,
+                                                          provider, m->dev->kind, m->dtype);
     }
     return 0;
 }
@@ -875,10 +887,11 @@ static double workspace_planned(const orin_model *m, int32_t rows, int32_t kv_le
         .x = orin_tensor_make(NULL, m->dtype, m->dev->kind, 2, qi),
         .y = orin_tensor_make(NULL, m->dtype, m->dev->kind, 2, qo),
     };
-    const orin_op_impl *quant[2] = {m->op.matmul_awq4, m->op.matmul_int8};
-    for (int i = 0; i < 2; i++)
-        if (quant[i] && quant[i]->workspace_size && (got = quant[i]->workspace_size(&qm)) > need)
+    for (int f = ORIN_WEIGHT_AWQ4; f <= ORIN_WEIGHT_INT8; f++) {
+        const orin_op_impl *q = m->op.matmul_quant[f];
+        if (q && q->workspace_size && (got = q->workspace_size(&qm)) > need)
             need = got;
+    }
     return (double)need;
 }
 
@@ -1008,8 +1021,7 @@ static void add_matmul(orin_model *m, graph_builder *b, orin_tensor x, const qwe
         return;
     }
     orin_matmul_quant_args a = {.x = x, .w = L->q, .bias = L->bias, .y = y};
-    const orin_op_impl *impl = L->fmt == ORIN_WEIGHT_AWQ4 ? m->op.matmul_awq4 : m->op.matmul_int8;
-    ADD_NODE(b, impl, a, what, 6, &a.x, &a.w.qweight, &a.w.zeros, &a.w.scales, &a.bias, &a.y);
+    ADD_NODE(b, m->op.matmul_quant[L->fmt], a, what, 6, &a.x, &a.w.qweight, &a.w.zeros, &a.w.scales, &a.bias, &a.y);
 }
 
 static void add_rmsnorm(orin_model *m, graph_builder *b, orin_tensor x, const orin_tensor *w,
@@ -1056,6 +1068,20 @@ static void add_qkv(orin_model *m, graph_builder *b, const qwen_layer *L, orin_t
         };
         ADD_NODE(b, m->op.matmul_qkv, a, "qkv_proj", 10, &a.x, &a.w[0], &a.w[1], &a.w[2],
                  &a.bias[0], &a.bias[1], &a.bias[2], &a.y[0], &a.y[1], &a.y[2]);
+        return;
+    }
+    const orin_weight_format f = L->q.fmt;
+    if (f != ORIN_WEIGHT_FLOAT && L->k.fmt == f && L->v.fmt == f && m->op.matmul_qkv_quant[f]) {
+        orin_matmul_qkv_quant_args a = {
+            .x = h,
+            .w = {L->q.q, L->k.q, L->v.q},
+            .bias = {L->q.bias, L->k.bias, L->v.bias},
+            .y = {rows2(&bf->q, 0, n), rows2(&bf->k, 0, n), rows2(&bf->v, 0, n)},
+        };
+        ADD_NODE(b, m->op.matmul_qkv_quant[f], a, "qkv_proj", 16, &a.x, &a.w[0].qweight,
+                 &a.w[0].zeros, &a.w[0].scales, &a.w[1].qweight, &a.w[1].zeros,
+                 &a.w[1].scales, &a.w[2].qweight, &a.w[2].zeros, &a.w[2].scales, &a.bias[0],
+                 &a.bias[1], &a.bias[2], &a.y[0], &a.y[1], &a.y[2]);
         return;
     }
     add_matmul(m, b, h, &L->q, rows2(&bf->q, 0, n), "q_proj");
@@ -1174,6 +1200,13 @@ static bool add_mlp_block(orin_model *m, graph_builder *b, int32_t l, int64_t n)
         orin_matmul_swiglu_args a = {.x = h, .w_gate = L->gate.w, .w_up = L->up.w, .out = gate};
         ADD_NODE(b, m->op.matmul_swiglu, a, "gate_up_swiglu", 4, &a.x, &a.w_gate, &a.w_up,
                  &a.out);
+    } else if (L->gate.fmt != ORIN_WEIGHT_FLOAT && L->up.fmt == L->gate.fmt &&
+               m->op.matmul_swiglu_quant[L->gate.fmt]) {
+        orin_matmul_swiglu_quant_args a = {.x = h, .w_gate = L->gate.q, .w_up = L->up.q,
+                                           .out = gate};
+        ADD_NODE(b, m->op.matmul_swiglu_quant[L->gate.fmt], a, "gate_up_swiglu", 8, &a.x,
+                 &a.w_gate.qweight, &a.w_gate.zeros, &a.w_gate.scales, &a.w_up.qweight,
+                 &a.w_up.zeros, &a.w_up.scales, &a.out);
     } else {
         add_matmul(m, b, h, &L->gate, gate, "gate_proj");
         add_matmul(m, b, h, &L->up, up, "up_proj");

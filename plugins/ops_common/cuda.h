@@ -61,6 +61,16 @@ size_t cuda_matmul_quant_workspace_size(const void *args);
 /* Their prepare (orin_op_impl.prepare): f16/bf16 weights into mma tiles. */
 int cuda_matmul_awq4_prepare(const orin_exec *ex, void *args);
 int cuda_matmul_int8_prepare(const orin_exec *ex, void *args);
+/* matmul.qkv.* and matmul.swiglu.* over the same weights: one GEMV launch where
+ * the weights are in tiles and x is one row, else the sequence they stand for. */
+int cuda_matmul_qkv_awq4(const orin_exec *ex, const orin_matmul_qkv_quant_args *a, orin_dtype dt);
+int cuda_matmul_qkv_int8(const orin_exec *ex, const orin_matmul_qkv_quant_args *a, orin_dtype dt);
+int cuda_matmul_swiglu_awq4(const orin_exec *ex, const orin_matmul_swiglu_quant_args *a,
+                            orin_dtype dt);
+int cuda_matmul_swiglu_int8(const orin_exec *ex, const orin_matmul_swiglu_quant_args *a,
+                            orin_dtype dt);
+size_t cuda_matmul_qkv_quant_workspace_size(const void *args);
+size_t cuda_matmul_swiglu_quant_workspace_size(const void *args);
 
 #ifdef __cplusplus
 }

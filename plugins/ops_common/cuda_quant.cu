@@ -201,21 +201,27 @@ template <int FMT> __global__ void pack_groups_kernel(pack_params p)
 
 // ---- the GEMV (one row of x) on tiles -------------------------------------------------
 //
-// Launch: grid N/16 (a block an n-tile), 8 warps (16 where the grid leaves
-// SMs idle); warp w takes the w-th share of the units, two batches of
-// QMMA_BATCH_TILES k-tiles of 16-byte loads in flight a lane (a warp load is
-// 512 contiguous bytes), the first two issued before the PDL wait. x and the block's group data
-// (scales as f32, zero pairs ready to subtract: 128 bytes a group) go to
-// shared memory first (2K + 128 groups bytes, at most QMMA_SMEM_MAX), so that
-// no tile waits on a global load but its weights' (x read from L2 a tile at
-// a time made a 4096 x 4096 product take 14 us: bench/notes/quant.md). Per
-// k-tile a lane turns its word into 4 A registers (AWQ: 3 shifts, 4 LOP3, 4
-// subtractions of 1024 + z or 128 + z; int8: 4 byte permutes, 4 subtractions
-// of 1152, and in bf16 a conversion through f32), reads its 4 x values and its
-// group's entry (two shared loads), issues one mma.sync from zero and scales
-// the two rows' f32 sums into its totals (2 FFMA): ~30 instructions a tile,
-// no branch and no chain between tiles. The 8 warps' totals meet in shared
-// memory. Bound by the weight bytes.
+// Launch: grid = the n-tiles of every matrix (a block an n-tile), 8 warps (16
+// where the grid leaves SMs idle); warp w takes the w-th share of the units,
+// two batches of QMMA_BATCH_TILES k-tiles of 16-byte loads in flight a lane (a
+// warp load is 512 contiguous bytes), the first two issued before the PDL
+// wait. x and the block's group data (scales as f32, zero pairs ready to
+// subtract: 128 bytes a group and matrix) go to shared memory first (2K + 128
+// groups bytes a matrix, at most QMMA_SMEM_MAX), so that no tile waits on a
+// global load but its weights' (x read from L2 a tile at a time made a 4096 x
+// 4096 product take 14 us: bench/notes/quant.md). Per k-tile a lane turns its
+// word into 4 A registers (AWQ: 3 shifts, 4 LOP3, 4 subtractions of 1024 + z
+// or 128 + z; int8: 4 byte permutes, 4 subtractions of 1152, and in bf16 a
+// conversion through f32), reads its 4 x values and its group's entry (two
+// shared loads), issues one mma.sync from zero and scales the two rows' f32
+// sums into its totals (2 FFMA): ~30 instructions a tile, no branch and no
+// chain between tiles. The warps' totals meet in shared memory. Bound by the
+// weight bytes.
+// Two modes, so that a decode step's q/k/v and gate/up take one launch each:
+//  - QMMA_SEGMENTS: up to three matrices of one input (q, k, v) as one grid,
+//    block b in matrix i when begin[i] <= b < begin[i + 1];
+//  - QMMA_SWIGLU: gate and up, block b their n-tile b, half the warps on each;
+//    the epilogue writes silu(gate) * up, each product rounded to T first.
 // Warps a block: 8, or 16 where the grid (N/16 blocks) leaves SMs idle (k/v
 // projections), so that each warp takes half as many units.
 #define QMMA_WARPS_WIDE 8
@@ -227,14 +233,31 @@ template <int FMT> __global__ void pack_groups_kernel(pack_params p)
 #endif
 #define QMMA_SMEM_MAX ((size_t)96 << 10)
 
-struct qmma_params {
+enum qmma_mode { QMMA_SEGMENTS, QMMA_SWIGLU };
+
+// One matrix in tiles (layout 1) and its output.
+struct qmma_matrix {
     const uint4 *q;
     const uint32_t *s;
     const uint8_t *z;
-    const void *x, *bias;
-    void *y;
-    int units, groups, group_tiles;
+    const void *bias; // [out] or NULL
+    void *y;          // [out]
 };
+
+struct qmma_params {
+    qmma_matrix m[3];
+    int begin[4]; // SEGMENTS: matrix i's n-tiles are blocks [begin[i], begin[i + 1]); SWIGLU: begin[1]
+    int count;    // matrices (SWIGLU: 2, m[0] the gate)
+    const void *x;
+    int units, groups, group_tiles; // alike for every matrix
+};
+
+// p.m[i] without indexing the parameter space at run time (which would copy
+// it to local memory).
+__device__ __forceinline__ qmma_matrix qmma_pick(const qmma_params &p, int i)
+{
+    return i == 0 ? p.m[0] : i == 1 ? p.m[1] : p.m[2];
+}
 
 // Nibble q masked into the mantissa of BASE (T's 1024 or 128, whose last
 // mantissa bit is worth 1) reads BASE + q; a nibble one position up (mask
@@ -411,19 +434,28 @@ __device__ __forceinline__ void qmma_unit(const uint4 &raw, int u, const uint2 *
     }
 }
 
-template <typename T, int FMT, int SPAN, int WARPS>
+template <typename T, int FMT, int SPAN, int WARPS, int MODE>
 __global__ void __launch_bounds__(32 * WARPS, WARPS < 24 ? 24 / WARPS : 1)
     qmma_gemv_kernel(qmma_params p)
 {
     constexpr int UT = tiles_of<FMT>::UNIT_TILES, B = QMMA_BATCH_TILES / UT;
-    // x [k], then the group data [groups][8] (qmma_smem_bytes)
+    constexpr int MATS = MODE == QMMA_SWIGLU ? 2 : 1; // matrices a block reads
+    constexpr int TEAM = WARPS / MATS;                 // warps on one matrix
+    // x [k], then the group data [MATS][groups][8] (qmma_smem_bytes)
     extern __shared__ uint4 smem[];
     __shared__ float red[WARPS][16];
-    const int j = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int g = lane >> 2, t = lane & 3;
-    const int per = (p.units + WARPS - 1) / WARPS;
-    const int u0 = min(p.units, warp * per), u1 = min(p.units, u0 + per);
-    const uint4 *q = p.q + (size_t)j * p.units * 32 + lane;
+    // the block's matrix (SEGMENTS) or the warp's (SWIGLU), and the n-tile
+    int seg = 0;
+    if (MODE == QMMA_SEGMENTS)
+        while (seg + 1 < p.count && (int)blockIdx.x >= p.begin[seg + 1])
+            seg++;
+    const int j = (int)blockIdx.x - p.begin[seg], mine = MODE == QMMA_SWIGLU ? warp / TEAM : 0;
+    const qmma_matrix mat = qmma_pick(p, MODE == QMMA_SWIGLU ? mine : seg);
+    const int per = (p.units + TEAM - 1) / TEAM;
+    const int u0 = min(p.units, warp % TEAM * per), u1 = min(p.units, u0 + per);
+    const uint4 *q = mat.q + (size_t)j * p.units * 32 + lane;
     const int k = p.units * tiles_of<FMT>::UNIT_K;
     uint4 *xs = smem;
     lane_group *groups = (lane_group *)(xs + k * sizeof(T) / 16);
@@ -435,16 +467,21 @@ __global__ void __launch_bounds__(32 * WARPS, WARPS < 24 ? 24 / WARPS : 1)
     // x and the group data to shared memory. The group data is never written
     // by a kernel either: a thread's first PRELOAD entries are loaded before
     // the wait, so that after it only x's round trip (from L2) remains.
+    // Entry i is matrix i / ng's entry i % ng.
     const int nx = k * (int)sizeof(T) / 16, ng = p.groups * 8;
-    const uint32_t *sp = p.s + (size_t)j * ng;
-    const uint8_t *zp = p.z + (size_t)j * ng;
+    // the block's group data: of its matrix (SEGMENTS), of gate then up (SWIGLU)
+    const uint32_t *s0 = (MODE == QMMA_SWIGLU ? p.m[0] : mat).s + (size_t)j * ng;
+    const uint8_t *z0 = (MODE == QMMA_SWIGLU ? p.m[0] : mat).z + (size_t)j * ng;
+    const uint32_t *s1 = p.m[1].s + (size_t)j * ng - ng; // entries ng.. of the block
+    const uint8_t *z1 = p.m[1].z + (size_t)j * ng - ng;
     constexpr int PRELOAD = 4, THREADS = 32 * WARPS;
     uint32_t pair[PRELOAD], zb[PRELOAD];
 #pragma unroll
     for (int r = 0; r < PRELOAD; r++) {
         const int i = threadIdx.x + r * THREADS;
-        pair[r] = i < ng ? sp[i] : 0;
-        zb[r] = FMT == FMT_AWQ4 && i < ng ? zp[i] : 0;
+        const bool in = i < MATS * ng;
+        pair[r] = in ? (i < ng ? s0 : s1)[i] : 0;
+        zb[r] = FMT == FMT_AWQ4 && in ? (i < ng ? z0 : z1)[i] : 0;
     }
     // PDL prologue (orin/cuda_util.cuh): the previous kernel wrote x.
     orin_cu_allow_next();
@@ -454,13 +491,15 @@ __global__ void __launch_bounds__(32 * WARPS, WARPS < 24 ? 24 / WARPS : 1)
 #pragma unroll
     for (int r = 0; r < PRELOAD; r++) {
         const int i = threadIdx.x + r * THREADS;
-        if (i < ng)
+        if (i < MATS * ng)
             groups[i] = make_lane_group<T, FMT>(pair[r], zb[r]);
     }
-    for (int i = threadIdx.x + PRELOAD * THREADS; i < ng; i += THREADS)
-        groups[i] = make_lane_group<T, FMT>(sp[i], FMT == FMT_AWQ4 ? zp[i] : 0);
+    for (int i = threadIdx.x + PRELOAD * THREADS; i < MATS * ng; i += THREADS)
+        groups[i] = make_lane_group<T, FMT>((i < ng ? s0 : s1)[i],
+                                            FMT == FMT_AWQ4 ? (i < ng ? z0 : z1)[i] : 0);
     __syncthreads();
     const uint2 *x = (const uint2 *)xs; // 4 values of T in 8 bytes
+    const lane_group *my_groups = groups + mine * ng;
 
     float tot[2] = {0.0f, 0.0f};
     int gi = u0 * UT / p.group_tiles, left = p.group_tiles - u0 * UT % p.group_tiles;
@@ -469,13 +508,14 @@ __global__ void __launch_bounds__(32 * WARPS, WARPS < 24 ? 24 / WARPS : 1)
         if (u + B <= u1) {
 #pragma unroll
             for (int b = 0; b < B; b++)
-                qmma_unit<T, FMT, SPAN>(cur[b], u + b, x, groups, g, t, p.group_tiles, gi, left, tot);
+                qmma_unit<T, FMT, SPAN>(cur[b], u + b, x, my_groups, g, t, p.group_tiles, gi,
+                                        left, tot);
         } else {
 #pragma unroll
             for (int b = 0; b < B; b++)
                 if (u + b < u1)
-                    qmma_unit<T, FMT, SPAN>(cur[b], u + b, x, groups, g, t, p.group_tiles, gi,
-                                            left, tot);
+                    qmma_unit<T, FMT, SPAN>(cur[b], u + b, x, my_groups, g, t, p.group_tiles,
+                                            gi, left, tot);
         }
 #pragma unroll
         for (int b = 0; b < B; b++)
@@ -487,16 +527,26 @@ __global__ void __launch_bounds__(32 * WARPS, WARPS < 24 ? 24 / WARPS : 1)
         red[warp][g + 8] = tot[1];
     }
     __syncthreads();
-    if (threadIdx.x < 16) {
-        float sum = 0.0f;
+    if (threadIdx.x >= 16)
+        return;
+    float sum[MATS];
 #pragma unroll
-        for (int wp = 0; wp < WARPS; wp++)
-            sum += red[wp][threadIdx.x];
-        const int row = 16 * j + threadIdx.x;
-        if (p.bias)
-            sum += orin_cu_f32(((const T *)p.bias)[row]);
-        ((T *)p.y)[row] = orin_cu_from_f32<T>(sum);
+    for (int m = 0; m < MATS; m++) {
+        sum[m] = 0.0f;
+#pragma unroll
+        for (int wp = 0; wp < TEAM; wp++)
+            sum[m] += red[m * TEAM + wp][threadIdx.x];
     }
+    const int row = 16 * j + threadIdx.x;
+    if (MODE == QMMA_SWIGLU) {
+        const float gate = orin_cu_f32(orin_cu_from_f32<T>(sum[0])); // rounded as stored
+        const float up = orin_cu_f32(orin_cu_from_f32<T>(sum[MATS - 1]));
+        ((T *)p.m[0].y)[row] = orin_cu_from_f32<T>(gate / (1.0f + expf(-gate)) * up);
+        return;
+    }
+    if (mat.bias)
+        sum[0] += orin_cu_f32(((const T *)mat.bias)[row]);
+    ((T *)mat.y)[row] = orin_cu_from_f32<T>(sum[0]);
 }
 
 // ---- dequantizing a slice (prefill) ---------------------------------------------------
@@ -654,22 +704,21 @@ struct quant_call {
 };
 
 // Bytes of shared memory a GEMV block takes: x (f16/bf16) and the group data
-// of its 16 outputs.
-static size_t qmma_smem_bytes(quant_fmt fmt, int64_t in, int64_t groups)
+// of its 16 outputs in each of the `mats` matrices it reads.
+static size_t qmma_smem_bytes(int64_t in, int64_t groups, int mats)
 {
-    (void)fmt;
-    return (size_t)in * 2 + (size_t)groups * 8 * sizeof(lane_group);
+    return (size_t)in * 2 + (size_t)mats * (size_t)groups * 8 * sizeof(lane_group);
 }
 
-template <typename T, int FMT>
+template <typename T, int FMT, int MODE>
 static int allow_smem(const char *label)
 {
     constexpr int UT = tiles_of<FMT>::UNIT_TILES;
     const void *kernels[] = {
-        (const void *)qmma_gemv_kernel<T, FMT, 1, QMMA_WARPS_WIDE>,
-        (const void *)qmma_gemv_kernel<T, FMT, UT, QMMA_WARPS_WIDE>,
-        (const void *)qmma_gemv_kernel<T, FMT, 1, QMMA_WARPS_NARROW>,
-        (const void *)qmma_gemv_kernel<T, FMT, UT, QMMA_WARPS_NARROW>,
+        (const void *)qmma_gemv_kernel<T, FMT, 1, QMMA_WARPS_WIDE, MODE>,
+        (const void *)qmma_gemv_kernel<T, FMT, UT, QMMA_WARPS_WIDE, MODE>,
+        (const void *)qmma_gemv_kernel<T, FMT, 1, QMMA_WARPS_NARROW, MODE>,
+        (const void *)qmma_gemv_kernel<T, FMT, UT, QMMA_WARPS_NARROW, MODE>,
     };
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
         if (orin_cu_call(label, "shared memory of the quantized GEMV",
@@ -679,6 +728,14 @@ static int allow_smem(const char *label)
     return 0;
 }
 
+template <typename T> static int allow_smem_all(const char *label)
+{
+    return allow_smem<T, FMT_AWQ4, QMMA_SEGMENTS>(label) |
+           allow_smem<T, FMT_AWQ4, QMMA_SWIGLU>(label) |
+           allow_smem<T, FMT_INT8, QMMA_SEGMENTS>(label) |
+           allow_smem<T, FMT_INT8, QMMA_SWIGLU>(label);
+}
+
 // Lets every GEMV instantiation take QMMA_SMEM_MAX of dynamic shared memory
 // (beyond the default 48 KiB); once a process, from prepare.
 static int qmma_allow_smem(const char *label)
@@ -686,10 +743,7 @@ static int qmma_allow_smem(const char *label)
     static int done = 0;
     if (done)
         return 0;
-    const int rc = allow_smem<__half, FMT_AWQ4>(label) | allow_smem<__half, FMT_INT8>(label) |
-                   allow_smem<__nv_bfloat16, FMT_AWQ4>(label) |
-                   allow_smem<__nv_bfloat16, FMT_INT8>(label);
-    if (rc != 0)
+    if ((allow_smem_all<__half>(label) | allow_smem_all<__nv_bfloat16>(label)) != 0)
         return -1;
     done = 1;
     return 0;
@@ -705,7 +759,7 @@ static bool tiles_fit(const orin_exec *ex, quant_fmt fmt, orin_dtype dt, int64_t
     return (dt == ORIN_F16 || dt == ORIN_BF16) && orin_cu_cc_major(ex) >= 8 && out % 16 == 0 &&
            in % unit_k == 0 && group > 0 && group % 16 == 0 && in % group == 0 &&
            in <= INT32_MAX && out <= INT32_MAX &&
-           qmma_smem_bytes(fmt, in, in / group) <= QMMA_SMEM_MAX;
+           qmma_smem_bytes(in, in / group, 1) <= QMMA_SMEM_MAX;
 }
 
 // The slice's weights, rows [o0, o0 + rows), dequantized into `slice` in the
@@ -794,48 +848,143 @@ static int quant_sliced(const orin_exec *ex, const orin_matmul_quant_args *a,
 
 // Groups of whole units scale a unit's sums at once (SPAN = UNIT_TILES); a
 // grid of fewer blocks than SMs takes 16 warps a block.
-template <typename T, int FMT, int WARPS>
-static void launch_qmma_warps(const orin_exec *ex, const qmma_params &p, unsigned tiles, size_t smem)
+template <typename T, int FMT, int MODE, int WARPS>
+static void launch_qmma_warps(const orin_exec *ex, const qmma_params &p, unsigned blocks,
+                              size_t smem)
 {
     constexpr int UT = tiles_of<FMT>::UNIT_TILES;
     orin_cu_launch(ex, true,
-                   p.group_tiles % UT == 0 ? qmma_gemv_kernel<T, FMT, UT, WARPS>
-                                           : qmma_gemv_kernel<T, FMT, 1, WARPS>,
-                   dim3(tiles), dim3(32 * WARPS), smem, p);
+                   p.group_tiles % UT == 0 ? qmma_gemv_kernel<T, FMT, UT, WARPS, MODE>
+                                           : qmma_gemv_kernel<T, FMT, 1, WARPS, MODE>,
+                   dim3(blocks), dim3(32 * WARPS), smem, p);
 }
 
-template <typename T, int FMT>
-static void launch_qmma_gemv(const orin_exec *ex, const qmma_params &p, unsigned tiles, size_t smem)
+template <typename T, int FMT, int MODE>
+static void launch_qmma_gemv(const orin_exec *ex, const qmma_params &p, unsigned blocks,
+                             size_t smem)
 {
-    if ((int)tiles < orin_cu_sm_count(ex))
-        launch_qmma_warps<T, FMT, QMMA_WARPS_NARROW>(ex, p, tiles, smem);
+    if ((int)blocks < orin_cu_sm_count(ex))
+        launch_qmma_warps<T, FMT, MODE, QMMA_WARPS_NARROW>(ex, p, blocks, smem);
     else
-        launch_qmma_warps<T, FMT, QMMA_WARPS_WIDE>(ex, p, tiles, smem);
+        launch_qmma_warps<T, FMT, MODE, QMMA_WARPS_WIDE>(ex, p, blocks, smem);
 }
 
-static int tiles_decode(const orin_exec *ex, const orin_matmul_quant_args *a, const quant_call *c)
+template <typename T>
+static void launch_qmma_mode(const orin_exec *ex, quant_fmt fmt, qmma_mode mode,
+                             const qmma_params &p, unsigned blocks, size_t smem)
 {
-    const int64_t groups = c->in / a->w.group_size;
-    const qmma_params p = {
-        .q = (const uint4 *)a->w.qweight.data,
-        .s = (const uint32_t *)a->w.scales.data,
-        .z = (const uint8_t *)a->w.zeros.data,
-        .x = a->x.data, .bias = a->bias.data, .y = a->y.data,
-        .units = (int)(c->in / (c->fmt == FMT_AWQ4 ? tiles_of<FMT_AWQ4>::UNIT_K
-                                                   : tiles_of<FMT_INT8>::UNIT_K)),
-        .groups = (int)groups, .group_tiles = a->w.group_size / 16,
-    };
-    const unsigned tiles = (unsigned)(c->out / 16);
-    const size_t smem = qmma_smem_bytes(c->fmt, c->in, groups);
+    if (fmt == FMT_AWQ4)
+        mode == QMMA_SWIGLU ? launch_qmma_gemv<T, FMT_AWQ4, QMMA_SWIGLU>(ex, p, blocks, smem)
+                            : launch_qmma_gemv<T, FMT_AWQ4, QMMA_SEGMENTS>(ex, p, blocks, smem);
+    else
+        mode == QMMA_SWIGLU ? launch_qmma_gemv<T, FMT_INT8, QMMA_SWIGLU>(ex, p, blocks, smem)
+                            : launch_qmma_gemv<T, FMT_INT8, QMMA_SEGMENTS>(ex, p, blocks, smem);
+}
+
+// One matrix of a GEMV on tiles: its weight, bias (data NULL: none) and output.
+struct qmma_part {
+    const orin_qweight *w;
+    const orin_tensor *bias;
+    const orin_tensor *y;
+};
+
+// Whether the parts can run as one GEMV on tiles: one row of x 16-byte
+// aligned, every weight in tiles with one group size, a block's shared memory
+// within QMMA_SMEM_MAX.
+static bool tiles_gemv_fits(const orin_exec *ex, const quant_call *c, const qmma_part *parts,
+                            int count, qmma_mode mode, const void *x)
+{
+    if (c->n != 1 || !orin_cu_aligned16(x))
+        return false;
+    for (int i = 0; i < count; i++)
+        if (parts[i].w->layout != LAYOUT_TILES ||
+            parts[i].w->group_size != parts[0].w->group_size)
+            return false;
+    const int64_t groups = c->in / parts[0].w->group_size;
+    return qmma_smem_bytes(c->in, groups, mode == QMMA_SWIGLU ? 2 : 1) <= QMMA_SMEM_MAX;
+}
+
+// The parts (tiles_gemv_fits) as one launch.
+static int tiles_gemv(const orin_exec *ex, const quant_call *c, const qmma_part *parts, int count,
+                      qmma_mode mode, const void *x)
+{
+    const int32_t group = parts[0].w->group_size;
+    qmma_params p = {};
+    p.count = count;
+    p.x = x;
+    p.units = (int)(c->in / (c->fmt == FMT_AWQ4 ? tiles_of<FMT_AWQ4>::UNIT_K
+                                                : tiles_of<FMT_INT8>::UNIT_K));
+    p.groups = (int)(c->in / group);
+    p.group_tiles = group / 16;
+    for (int i = 0; i < count; i++) {
+        const orin_qweight *w = parts[i].w;
+        p.m[i] = (qmma_matrix){
+            .q = (const uint4 *)w->qweight.data,
+            .s = (const uint32_t *)w->scales.data,
+            .z = (const uint8_t *)w->zeros.data,
+            .bias = parts[i].bias ? parts[i].bias->data : NULL,
+            .y = parts[i].y->data,
+        };
+        const int tiles = (int)(parts[i].y->shape[parts[i].y->ndim - 1] / 16);
+        if (mode == QMMA_SEGMENTS)
+            p.begin[i + 1] = p.begin[i] + tiles;
+        else
+            p.begin[1] = tiles; // gate and up alike
+    }
+    const unsigned blocks = (unsigned)(mode == QMMA_SWIGLU ? p.begin[1] : p.begin[count]);
+    const size_t smem = qmma_smem_bytes(c->in, p.groups, mode == QMMA_SWIGLU ? 2 : 1);
     if (c->dt == ORIN_F16)
-        c->fmt == FMT_AWQ4 ? launch_qmma_gemv<__half, FMT_AWQ4>(ex, p, tiles, smem)
-                           : launch_qmma_gemv<__half, FMT_INT8>(ex, p, tiles, smem);
+        launch_qmma_mode<__half>(ex, c->fmt, mode, p, blocks, smem);
     else
-        c->fmt == FMT_AWQ4 ? launch_qmma_gemv<__nv_bfloat16, FMT_AWQ4>(ex, p, tiles, smem)
-                           : launch_qmma_gemv<__nv_bfloat16, FMT_INT8>(ex, p, tiles, smem);
-    return orin_cu_launched(c->label, c->dt, "gemv on tiles: x [1, %lld], w [%lld, %lld], group %d",
-                            (long long)c->in, (long long)c->out, (long long)c->in,
-                            a->w.group_size);
+        launch_qmma_mode<__nv_bfloat16>(ex, c->fmt, mode, p, blocks, smem);
+    return orin_cu_launched(c->label, c->dt, "gemv on tiles: x [1, %lld], %d matrices of %d "
+                            "n-tiles, group %d", (long long)c->in, count, (int)blocks, group);
+}
+
+// The weight's layout is one this file makes for its shape, or the stored one.
+static int check_layout(const orin_exec *ex, const quant_call *c, const orin_qweight *w,
+                        int64_t out)
+{
+    if (w->layout == LAYOUT_STORED ||
+        (w->layout == LAYOUT_TILES && tiles_fit(ex, c->fmt, c->dt, c->in, out, w->group_size)))
+        return 0;
+    return orin_error_set("%s: w.layout %u is not one this implementation's prepare makes "
+                          "for w [%lld, %lld], group %d", c->label, w->layout, (long long)out,
+                          (long long)c->in, w->group_size);
+}
+
+static quant_call quant_call_of(const char *label, quant_fmt fmt, orin_dtype dt,
+                                const orin_tensor *x, const orin_tensor *y)
+{
+    return (quant_call){
+        .label = label, .fmt = fmt, .dt = dt,
+        .n = orin_tensor_rows(x),
+        .in = x->shape[x->ndim - 1],
+        .out = y->shape[y->ndim - 1],
+    };
+}
+
+static int check_dtype_and_dims(const quant_call *c)
+{
+    if (c->dt != ORIN_F32 && c->dt != ORIN_F16 && c->dt != ORIN_BF16)
+        return orin_error_set("%s: dtype %s is not supported on cuda", c->label,
+                              orin_dtype_name(c->dt));
+    if (c->in > INT32_MAX || c->out > INT32_MAX)
+        return orin_error_set("%s: dimensions beyond 2^31 (w [%lld, %lld])", c->label,
+                              (long long)c->out, (long long)c->in);
+    return 0;
+}
+
+// A checked call: one GEMV on tiles, or dequantized slices and cuBLASLt.
+static int run_matmul_quant(const orin_exec *ex, const orin_matmul_quant_args *a,
+                            const quant_call *c)
+{
+    if (check_dtype_and_dims(c) || check_layout(ex, c, &a->w, c->out))
+        return -1;
+    const qmma_part part = {&a->w, &a->bias, &a->y};
+    if (tiles_gemv_fits(ex, c, &part, 1, QMMA_SEGMENTS, a->x.data))
+        return tiles_gemv(ex, c, &part, 1, QMMA_SEGMENTS, a->x.data);
+    return quant_sliced(ex, a, c);
 }
 
 static int matmul_quant(const orin_exec *ex, const orin_matmul_quant_args *a, quant_fmt fmt,
@@ -844,26 +993,8 @@ static int matmul_quant(const orin_exec *ex, const orin_matmul_quant_args *a, qu
     const orin_weight_format wf = fmt == FMT_AWQ4 ? ORIN_WEIGHT_AWQ4 : ORIN_WEIGHT_INT8;
     if (orin_check_matmul_quant(label, ex, a, wf, CUDA, dt))
         return -1;
-    if (dt != ORIN_F32 && dt != ORIN_F16 && dt != ORIN_BF16)
-        return orin_error_set("%s: dtype %s is not supported on cuda", label,
-                              orin_dtype_name(dt));
-    const quant_call c = {
-        .label = label, .fmt = fmt, .dt = dt,
-        .n = orin_tensor_rows(&a->x),
-        .in = a->x.shape[a->x.ndim - 1],
-        .out = a->y.shape[a->y.ndim - 1],
-    };
-    if (c.in > INT32_MAX || c.out > INT32_MAX)
-        return orin_error_set("%s: dimensions beyond 2^31 (w [%lld, %lld])", label,
-                              (long long)c.out, (long long)c.in);
-    if (a->w.layout != LAYOUT_STORED &&
-        (a->w.layout != LAYOUT_TILES || !tiles_fit(ex, fmt, dt, c.in, c.out, a->w.group_size)))
-        return orin_error_set("%s: w.layout %u is not one this implementation's prepare makes "
-                              "for w [%lld, %lld], group %d", label, a->w.layout,
-                              (long long)c.out, (long long)c.in, a->w.group_size);
-    if (c.n == 1 && a->w.layout == LAYOUT_TILES && orin_cu_aligned16(a->x.data))
-        return tiles_decode(ex, a, &c);
-    return quant_sliced(ex, a, &c);
+    const quant_call c = quant_call_of(label, fmt, dt, &a->x, &a->y);
+    return run_matmul_quant(ex, a, &c);
 }
 
 extern "C" int cuda_matmul_awq4(const orin_exec *ex, const orin_matmul_quant_args *a,
@@ -889,6 +1020,129 @@ extern "C" size_t cuda_matmul_quant_workspace_size(const void *args)
     if (in < 1 || out < 1)
         return 0;
     return SLICE_ALIGN + slice_bytes(in, out, a->x.dtype) + cuda_matmul_workspace_size(args);
+}
+
+// ---- matmul.qkv.* and matmul.swiglu.* ----------------------------------------------
+//
+// Decode (one row, weights in tiles): one GEMV launch for q, k and v, and one
+// for gate and up with the SwiGLU in its epilogue. Otherwise the sequence
+// they stand for, each product as matmul.awq4 / .int8 runs it.
+
+static int matmul_qkv_quant(const orin_exec *ex, const orin_matmul_qkv_quant_args *a,
+                            quant_fmt fmt, orin_dtype dt, const char *label)
+{
+    const orin_weight_format wf = fmt == FMT_AWQ4 ? ORIN_WEIGHT_AWQ4 : ORIN_WEIGHT_INT8;
+    if (orin_check_matmul_qkv_quant(label, ex, a, wf, CUDA, dt))
+        return -1;
+    quant_call c[3];
+    qmma_part parts[3];
+    for (int i = 0; i < 3; i++) {
+        c[i] = quant_call_of(label, fmt, dt, &a->x, &a->y[i]);
+        if (check_dtype_and_dims(&c[i]) || check_layout(ex, &c[i], &a->w[i], c[i].out))
+            return -1;
+        parts[i] = (qmma_part){&a->w[i], &a->bias[i], &a->y[i]};
+    }
+    if (tiles_gemv_fits(ex, &c[0], parts, 3, QMMA_SEGMENTS, a->x.data))
+        return tiles_gemv(ex, &c[0], parts, 3, QMMA_SEGMENTS, a->x.data);
+    for (int i = 0; i < 3; i++) {
+        const orin_matmul_quant_args m = {.x = a->x, .w = a->w[i], .bias = a->bias[i],
+                                          .y = a->y[i]};
+        if (run_matmul_quant(ex, &m, &c[i]) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+// The unfused path's scratch: the up projection [n, f], 256-byte aligned.
+static size_t swiglu_quant_up_bytes(const orin_matmul_swiglu_quant_args *a)
+{
+    const size_t bytes = (size_t)orin_tensor_rows(&a->x) *
+                         (size_t)a->out.shape[a->out.ndim - 1] * orin_dtype_size(a->x.dtype);
+    return (bytes + SLICE_ALIGN - 1) / SLICE_ALIGN * SLICE_ALIGN;
+}
+
+static size_t quant_workspace_of(const orin_tensor &x, const orin_tensor &y)
+{
+    orin_matmul_quant_args probe = {};
+    probe.x = x;
+    probe.y = y;
+    return cuda_matmul_quant_workspace_size(&probe);
+}
+
+static int matmul_swiglu_quant(const orin_exec *ex, const orin_matmul_swiglu_quant_args *a,
+                               quant_fmt fmt, orin_dtype dt, const char *label)
+{
+    const orin_weight_format wf = fmt == FMT_AWQ4 ? ORIN_WEIGHT_AWQ4 : ORIN_WEIGHT_INT8;
+    if (orin_check_matmul_swiglu_quant(label, ex, a, wf, CUDA, dt))
+        return -1;
+    const quant_call c = quant_call_of(label, fmt, dt, &a->x, &a->out);
+    if (check_dtype_and_dims(&c) || check_layout(ex, &c, &a->w_gate, c.out) ||
+        check_layout(ex, &c, &a->w_up, c.out))
+        return -1;
+    const orin_tensor none = {};
+    const qmma_part parts[2] = {{&a->w_gate, &none, &a->out}, {&a->w_up, &none, &a->out}};
+    if (tiles_gemv_fits(ex, &c, parts, 2, QMMA_SWIGLU, a->x.data))
+        return tiles_gemv(ex, &c, parts, 2, QMMA_SWIGLU, a->x.data);
+    // gate into out, up into the workspace, then the SwiGLU
+    const size_t up_bytes = swiglu_quant_up_bytes(a);
+    if (!ex->workspace || ex->workspace_size < up_bytes)
+        return orin_error_set("%s: workspace of %zu bytes, %zu needed", label,
+                              ex->workspace_size, up_bytes);
+    const orin_tensor up = orin_tensor_make(ex->workspace, dt, CUDA, a->out.ndim, a->out.shape);
+    orin_exec rest = *ex;
+    rest.workspace = (char *)ex->workspace + up_bytes;
+    rest.workspace_size = ex->workspace_size - up_bytes;
+    const orin_matmul_quant_args gate = {.x = a->x, .w = a->w_gate, .bias = {}, .y = a->out};
+    const orin_matmul_quant_args upm = {.x = a->x, .w = a->w_up, .bias = {}, .y = up};
+    const orin_swiglu_args sw = {.gate = a->out, .up = up, .out = a->out};
+    if (run_matmul_quant(&rest, &gate, &c) != 0 || run_matmul_quant(&rest, &upm, &c) != 0)
+        return -1;
+    return cuda_swiglu(ex, &sw, dt);
+}
+
+extern "C" int cuda_matmul_qkv_awq4(const orin_exec *ex, const orin_matmul_qkv_quant_args *a,
+                                    orin_dtype dt)
+{
+    return matmul_qkv_quant(ex, a, FMT_AWQ4, dt, "matmul.qkv.awq4 (common)");
+}
+
+extern "C" int cuda_matmul_qkv_int8(const orin_exec *ex, const orin_matmul_qkv_quant_args *a,
+                                    orin_dtype dt)
+{
+    return matmul_qkv_quant(ex, a, FMT_INT8, dt, "matmul.qkv.int8 (common)");
+}
+
+extern "C" int cuda_matmul_swiglu_awq4(const orin_exec *ex,
+                                       const orin_matmul_swiglu_quant_args *a, orin_dtype dt)
+{
+    return matmul_swiglu_quant(ex, a, FMT_AWQ4, dt, "matmul.swiglu.awq4 (common)");
+}
+
+extern "C" int cuda_matmul_swiglu_int8(const orin_exec *ex,
+                                       const orin_matmul_swiglu_quant_args *a, orin_dtype dt)
+{
+    return matmul_swiglu_quant(ex, a, FMT_INT8, dt, "matmul.swiglu.int8 (common)");
+}
+
+// The widest of the three products' (the unfused path runs them one by one).
+extern "C" size_t cuda_matmul_qkv_quant_workspace_size(const void *args)
+{
+    const orin_matmul_qkv_quant_args *a = (const orin_matmul_qkv_quant_args *)args;
+    size_t need = 0;
+    for (int i = 0; a && i < 3; i++) {
+        const size_t got = quant_workspace_of(a->x, a->y[i]);
+        need = got > need ? got : need;
+    }
+    return need;
+}
+
+// The up projection's scratch, then a product's workspace.
+extern "C" size_t cuda_matmul_swiglu_quant_workspace_size(const void *args)
+{
+    const orin_matmul_swiglu_quant_args *a = (const orin_matmul_swiglu_quant_args *)args;
+    if (!a || a->x.ndim < 1 || a->out.ndim < 1)
+        return 0;
+    return swiglu_quant_up_bytes(a) + quant_workspace_of(a->x, a->out);
 }
 
 // ---- prepare ------------------------------------------------------------------------

@@ -123,6 +123,10 @@ CUDA_ENTRIES(add_rmsnorm, orin_add_rmsnorm_args)
 CUDA_ENTRIES(matmul_qkv, orin_matmul_qkv_args)
 CUDA_ENTRIES(matmul_swiglu, orin_matmul_swiglu_args)
 CUDA_ENTRIES(rope_kv_write, orin_rope_kv_write_args)
+CUDA_ENTRIES(matmul_qkv_awq4, orin_matmul_qkv_quant_args)
+CUDA_ENTRIES(matmul_qkv_int8, orin_matmul_qkv_quant_args)
+CUDA_ENTRIES(matmul_swiglu_awq4, orin_matmul_swiglu_quant_args)
+CUDA_ENTRIES(matmul_swiglu_int8, orin_matmul_swiglu_quant_args)
 
 #define FUSED_IMPL(name, fn, dt, ws, sup)                                           \
     {                                                                               \
@@ -172,6 +176,15 @@ static const orin_op_impl impls[] = {
     FUSED_IMPLS(ORIN_OP_MATMUL_QKV, matmul_qkv, cuda_matmul_qkv_workspace_size, NULL),
     FUSED_IMPLS(ORIN_OP_MATMUL_SWIGLU, matmul_swiglu, cuda_matmul_swiglu_workspace_size, NULL),
     FUSED_IMPLS(ORIN_OP_ROPE_KV_WRITE, rope_kv_write, NULL, cuda_rope_kv_write_supports),
+    /* over the weights matmul.awq4 / .int8 of this plugin prepared */
+    FUSED_IMPLS(ORIN_OP_MATMUL_QKV_AWQ4, matmul_qkv_awq4, cuda_matmul_qkv_quant_workspace_size,
+                NULL),
+    FUSED_IMPLS(ORIN_OP_MATMUL_QKV_INT8, matmul_qkv_int8, cuda_matmul_qkv_quant_workspace_size,
+                NULL),
+    FUSED_IMPLS(ORIN_OP_MATMUL_SWIGLU_AWQ4, matmul_swiglu_awq4,
+                cuda_matmul_swiglu_quant_workspace_size, NULL),
+    FUSED_IMPLS(ORIN_OP_MATMUL_SWIGLU_INT8, matmul_swiglu_int8,
+                cuda_matmul_swiglu_quant_workspace_size, NULL),
 #endif
 };
 

@@ -153,8 +153,9 @@ static orin_matmul_quant_args case_args(quant_case *c, orin_weight_format fmt)
 }
 
 /* y against sum_k x[r][k] w[o][k] (+ bias[o]) in double, to the dtype's
- * tolerance of the sum of the magnitudes. */
-static void case_check(quant_case *c, const char *what)
+ * tolerance of the sum of the magnitudes; x: the case's own, or the one a
+ * fused call shares. */
+static void case_check_x(quant_case *c, const ops_buf *x, const char *what)
 {
     const int64_t n = c->n, in = c->in, out = c->out;
     double *ref = malloc((size_t)(n * out) * sizeof *ref);
@@ -163,7 +164,7 @@ static void case_check(quant_case *c, const char *what)
         for (int64_t o = 0; o < out; o++) {
             double sum = c->bias ? c->b.value[o] : 0, mag = c->bias ? fabs(c->b.value[o]) : 0;
             for (int64_t k = 0; k < in; k++) {
-                double p = c->x.value[r * in + k] * c->w[o * in + k];
+                double p = x->value[r * in + k] * c->w[o * in + k];
                 sum += p;
                 mag += fabs(p);
             }
@@ -174,6 +175,11 @@ static void case_check(quant_case *c, const char *what)
     ops_check_close(what, &c->y, ref, scale, ops_tol(c->dt), ops_atol(c->dt));
     free(ref);
     free(scale);
+}
+
+static void case_check(quant_case *c, const char *what)
+{
+    case_check_x(c, &c->x, what);
 }
 
 static void quant_case_run(orin_weight_format fmt, orin_dtype dt, int64_t n, int64_t in,
@@ -270,6 +276,165 @@ static void test_format(orin_weight_format fmt, orin_dtype dt)
                        gpu_shapes[i].group, i % 2);
 }
 
+/* ---- matmul.qkv.* and matmul.swiglu.* (fused, on the GPU) ---- */
+
+/* A case of format fmt filled with fresh values, its weight prepared by the
+ * format's matmul as the model prepares it (the fused ops read that layout). */
+static quant_case fused_part(orin_weight_format fmt, orin_dtype dt, int64_t n, int64_t in,
+                             int64_t out, int32_t group, bool bias, uint64_t seed,
+                             orin_matmul_quant_args *a)
+{
+    quant_case c = case_make(dt, n, in, out, group, bias, seed);
+    ops_rng rng = {.state = seed * 7 + 1};
+    if (fmt == ORIN_WEIGHT_AWQ4)
+        fill_awq(&c, &rng);
+    else
+        fill_int8(&c, &rng);
+    *a = case_args(&c, fmt);
+    const orin_op_impl *mm =
+        ops_test_impl(fmt == ORIN_WEIGHT_AWQ4 ? ORIN_OP_MATMUL_AWQ4 : ORIN_OP_MATMUL_INT8,
+                      "common", dt);
+    orin_exec ex = ops_test_exec(0);
+    orin_error_clear();
+    CHECK(mm && (!mm->prepare || mm->prepare(&ex, a) == 0), "prepare: %s", orin_error());
+    return c;
+}
+
+/* A fused op of ops_common: on cuda it must be there, on the host it is not. */
+static const orin_op_impl *fused_impl(const char *op, orin_dtype dt)
+{
+    return ops_on_gpu() ? ops_test_impl(op, "common", dt) : NULL;
+}
+
+static orin_exec fused_exec(const orin_op_impl *impl, const void *args)
+{
+    orin_exec ex = ops_test_exec(0);
+    ex.workspace_size = impl->workspace_size ? impl->workspace_size(args) : 0;
+    ex.workspace = ex.workspace_size ? ops_workspace(ex.workspace_size) : NULL;
+    return ex;
+}
+
+/* q, k and v of one x: each output against its double reference. */
+static void qkv_quant_case(orin_weight_format fmt, orin_dtype dt, int64_t n, int64_t in,
+                           const int64_t outs[3], int32_t group, bool bias)
+{
+    const char *op = fmt == ORIN_WEIGHT_AWQ4 ? ORIN_OP_MATMUL_QKV_AWQ4 : ORIN_OP_MATMUL_QKV_INT8;
+    const orin_op_impl *impl = fused_impl(op, dt);
+    if (!impl)
+        return;
+    quant_case c[3];
+    orin_matmul_quant_args part[3];
+    for (int i = 0; i < 3; i++)
+        c[i] = fused_part(fmt, dt, n, in, outs[i], group, bias, 40 + (uint64_t)i, &part[i]);
+    orin_matmul_qkv_quant_args a = {.x = part[0].x};
+    for (int i = 0; i < 3; i++) {
+        a.w[i] = part[i].w;
+        a.bias[i] = part[i].bias;
+        a.y[i] = part[i].y;
+    }
+    char what[160];
+    snprintf(what, sizeof what, "%s %s x [%lld, %lld], outs %lld/%lld/%lld, group %d%s", op,
+             orin_dtype_name(dt), (long long)n, (long long)in, (long long)outs[0],
+             (long long)outs[1], (long long)outs[2], group, bias ? " + bias" : "");
+    orin_exec ex = fused_exec(impl, &a);
+    orin_error_clear();
+    const int rc = impl->run(&ex, &a);
+    CHECK(rc == 0, "%s: %s", what, orin_error());
+    for (int i = 0; rc == 0 && i < 3; i++) {
+        char part_what[200];
+        snprintf(part_what, sizeof part_what, "%s: y[%d]", what, i);
+        case_check_x(&c[i], &c[0].x, part_what);
+    }
+    for (int i = 0; i < 3; i++)
+        case_free(&c[i]);
+}
+
+/* silu(x . gate^T) * (x . up^T) against the sequence matmul, matmul, swiglu of
+ * the same provider (each product checked against double above). */
+static void swiglu_quant_case(orin_weight_format fmt, orin_dtype dt, int64_t n, int64_t in,
+                              int64_t f, int32_t group)
+{
+    const char *op =
+        fmt == ORIN_WEIGHT_AWQ4 ? ORIN_OP_MATMUL_SWIGLU_AWQ4 : ORIN_OP_MATMUL_SWIGLU_INT8;
+    const char *mm_op = fmt == ORIN_WEIGHT_AWQ4 ? ORIN_OP_MATMUL_AWQ4 : ORIN_OP_MATMUL_INT8;
+    const orin_op_impl *impl = fused_impl(op, dt);
+    if (!impl)
+        return;
+    const orin_op_impl *mm = ops_test_impl(mm_op, "common", dt);
+    const orin_op_impl *sw = ops_test_impl(ORIN_OP_SWIGLU, "common", dt);
+    if (!impl || !mm || !sw)
+        return;
+    orin_matmul_quant_args g, u;
+    quant_case cg = fused_part(fmt, dt, n, in, f, group, false, 50, &g);
+    quant_case cu = fused_part(fmt, dt, n, in, f, group, false, 51, &u);
+    u.x = g.x; /* one x */
+    ops_buf out = ops_buf_nan(dt, (size_t)(n * f));
+    orin_matmul_swiglu_quant_args a = {
+        .x = g.x, .w_gate = g.w, .w_up = u.w,
+        .out = ops_tensor(out.data, dt, 2, (int64_t[]){n, f}),
+    };
+    char what[160];
+    snprintf(what, sizeof what, "%s %s x [%lld, %lld], f %lld, group %d", op,
+             orin_dtype_name(dt), (long long)n, (long long)in, (long long)f, group);
+    orin_exec ex = fused_exec(impl, &a), mex = fused_exec(mm, &g);
+    orin_error_clear();
+    const orin_swiglu_args s = {.gate = g.y, .up = u.y, .out = g.y};
+    const int rc = impl->run(&ex, &a);
+    CHECK(rc == 0, "%s: %s", what, orin_error());
+    const int seq = mm->run(&mex, &g) || mm->run(&mex, &u) || sw->run(&ex, &s);
+    CHECK(seq == 0, "%s: the sequence: %s", what, orin_error());
+    if (rc == 0 && seq == 0) {
+        ops_buf_fetch(&out);
+        ops_buf_fetch(&cg.y);
+        double *ref = malloc(out.n * sizeof *ref), *scale = malloc(out.n * sizeof *scale);
+        double mean_abs = 0;
+        for (size_t i = 0; i < out.n; i++)
+            mean_abs += fabs(cg.y.value[i]) / (double)out.n;
+        for (size_t i = 0; i < out.n; i++) {
+            ref[i] = cg.y.value[i];
+            scale[i] = fabs(ref[i]) + mean_abs;
+        }
+        ops_check_close(what, &out, ref, scale, ops_tol(dt), ops_atol(dt));
+        free(ref);
+        free(scale);
+    }
+    ops_buf_free(&out);
+    case_free(&cg);
+    case_free(&cu);
+}
+
+/* Decode over tiles (Qwen3-8B's and Qwen2.5-7B's widths, odd tile counts,
+ * groups of 16 up to the width), prefill, and shapes the tiles do not fit
+ * (1040 inputs: the sequence of products then). */
+static void test_fused(orin_weight_format fmt, orin_dtype dt)
+{
+    static const struct {
+        int64_t n, in, outs[3];
+        int32_t group;
+    } qkv[] = {
+        {1, 4096, {4096, 1024, 1024}, 128}, {1, 3584, {3584, 512, 512}, 128},
+        {1, 576, {48, 16, 16}, 64},          {1, 256, {32, 32, 64}, 16},
+        {1, 1040, {64, 32, 32}, 16},         {5, 256, {128, 64, 64}, 32},
+    };
+    static const struct {
+        int64_t n, in, f;
+        int32_t group;
+    } mlp[] = {
+        {1, 4096, 12288, 128}, {1, 576, 1040, 64}, {1, 256, 48, 256},
+        {1, 1040, 64, 16},     {3, 256, 160, 32},
+    };
+    for (size_t i = 0; i < sizeof qkv / sizeof qkv[0]; i++) {
+        if (qkv[i].in >= 2048 && ops_test_quick())
+            continue;
+        qkv_quant_case(fmt, dt, qkv[i].n, qkv[i].in, qkv[i].outs, qkv[i].group, i % 2);
+    }
+    for (size_t i = 0; i < sizeof mlp / sizeof mlp[0]; i++) {
+        if (mlp[i].in >= 2048 && ops_test_quick())
+            continue;
+        swiglu_quant_case(fmt, dt, mlp[i].n, mlp[i].in, mlp[i].f, mlp[i].group);
+    }
+}
+
 /* ---- bad calls ---- */
 
 static void test_errors(orin_dtype dt)
@@ -327,6 +492,17 @@ static void test_errors(orin_dtype dt)
                                         (int64_t[]){2, 16});
         ops_expect_error("scales on the host", awq, &ex, &bad, "scales: on cpu, expected cuda");
     }
+    /* the fused ops name the part at fault */
+    const orin_op_impl *qkv = fused_impl(ORIN_OP_MATMUL_QKV_AWQ4, dt);
+    const orin_op_impl *mlp = fused_impl(ORIN_OP_MATMUL_SWIGLU_AWQ4, dt);
+    if (qkv && mlp) {
+        bad = a;
+        bad.w.group_size = 24;
+        orin_matmul_qkv_quant_args q3 = {.x = a.x, .w = {a.w, bad.w, a.w}, .y = {a.y, a.y, a.y}};
+        ops_expect_error("qkv part", qkv, &ex, &q3, "w[1]: group_size 24");
+        orin_matmul_swiglu_quant_args sw = {.x = a.x, .w_gate = a.w, .w_up = bad.w, .out = a.y};
+        ops_expect_error("swiglu part", mlp, &ex, &sw, "w_up: group_size 24");
+    }
     case_free(&c);
 }
 
@@ -356,6 +532,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof float_dtypes / sizeof float_dtypes[0]; i++) {
         test_format(ORIN_WEIGHT_AWQ4, float_dtypes[i]);
         test_format(ORIN_WEIGHT_INT8, float_dtypes[i]);
+        test_fused(ORIN_WEIGHT_AWQ4, float_dtypes[i]);
+        test_fused(ORIN_WEIGHT_INT8, float_dtypes[i]);
         test_errors(float_dtypes[i]);
     }
     ops_test_registry_free();

@@ -79,6 +79,15 @@ int orin_check_matmul(const char *label, const orin_exec *ex, const orin_matmul_
 int orin_check_matmul_quant(const char *label, const orin_exec *ex,
                             const orin_matmul_quant_args *a, orin_weight_format fmt,
                             orin_device_kind device, orin_dtype dt);
+/* matmul.qkv.* and matmul.swiglu.*: each part as matmul.awq4 / .int8 checks it
+ * (errors name the part: "w[1]", "w_up"), x [n, in] two-dimensional, no output
+ * overlapping another. */
+int orin_check_matmul_qkv_quant(const char *label, const orin_exec *ex,
+                                const orin_matmul_qkv_quant_args *a, orin_weight_format fmt,
+                                orin_device_kind device, orin_dtype dt);
+int orin_check_matmul_swiglu_quant(const char *label, const orin_exec *ex,
+                                   const orin_matmul_swiglu_quant_args *a, orin_weight_format fmt,
+                                   orin_device_kind device, orin_dtype dt);
 /* swiglu and add: out = f(a, b) over three tensors of one shape; out may be
  * a or b exactly. */
 int orin_check_binary(const char *label, const orin_exec *ex, const char *a_name,

@@ -61,6 +61,12 @@ extern "C" {
  * the registry's line naming the op, device and dtype. */
 #define ORIN_OP_MATMUL_AWQ4        "matmul.awq4"
 #define ORIN_OP_MATMUL_INT8        "matmul.int8"
+/* matmul.qkv and matmul.swiglu over quantized weights (orin_matmul_qkv_quant_args,
+ * orin_matmul_swiglu_quant_args): fused ops like the float ones above. */
+#define ORIN_OP_MATMUL_QKV_AWQ4    "matmul.qkv.awq4"
+#define ORIN_OP_MATMUL_QKV_INT8    "matmul.qkv.int8"
+#define ORIN_OP_MATMUL_SWIGLU_AWQ4 "matmul.swiglu.awq4"
+#define ORIN_OP_MATMUL_SWIGLU_INT8 "matmul.swiglu.int8"
 
 /* out[i, :] = table[ids[i], :]      table [V, d], ids i32 [n], out [n, d] */
 typedef struct orin_embedding_args {
@@ -336,6 +342,29 @@ typedef struct orin_matmul_quant_args {
     orin_tensor bias;
     orin_tensor y;
 } orin_matmul_quant_args;
+
+/* matmul.qkv's and matmul.swiglu's functions over quantized weights (fused ops:
+ * matmul.qkv.awq4 / .int8 and matmul.swiglu.awq4 / .int8), each part what
+ * orin_matmul_quant_args takes:
+ *   y[i] = x . w[i]^T (+ bias[i])                      i = 0, 1, 2 (q, k, v)
+ *   out  = silu(x . w_gate^T) * (x . w_up^T), the two products rounded to the
+ *          dtype first, as the sequence (matmul, matmul, swiglu) rounds them.
+ * x [n, in]; y[i] [n, out_i]; out [n, f] with w_gate and w_up [f, in] alike.
+ * The weights are in the layout the same provider's matmul.awq4 / .int8
+ * prepared (orin_qweight.layout): a model binds these from that provider. */
+typedef struct orin_matmul_qkv_quant_args {
+    orin_tensor x;
+    orin_qweight w[3];
+    orin_tensor bias[3];
+    orin_tensor y[3];
+} orin_matmul_qkv_quant_args;
+
+typedef struct orin_matmul_swiglu_quant_args {
+    orin_tensor x;
+    orin_qweight w_gate;
+    orin_qweight w_up;
+    orin_tensor out;
+} orin_matmul_swiglu_quant_args;
 
 /* ---- sampling ---- */
 

@@ -3,6 +3,7 @@
 #include "orin/error.h"
 
 #include <math.h>
+#include <stdio.h>
 
 /* Bytes above which a tensor is surely a corrupted shape, not a real one; keeps
  * every size computation below far away from int64 overflow. */
@@ -323,6 +324,52 @@ int orin_check_matmul_quant(const char *label, const orin_exec *ex,
         orin_check_alias(label, "y", &a->y, "qweight", &a->w.qweight, false) ||
         orin_check_alias(label, "y", &a->y, "scales", &a->w.scales, false) ||
         (a->w.zeros.data && orin_check_alias(label, "y", &a->y, "zeros", &a->w.zeros, false)))
+        return -1;
+    return 0;
+}
+
+/* One part of a fused quantized call, checked as a matmul.awq4 / .int8 call, its
+ * errors prefixed with the part's name. */
+static int check_quant_part(const char *label, const char *part, const orin_exec *ex,
+                            const orin_matmul_quant_args *a, orin_weight_format fmt,
+                            orin_device_kind device, orin_dtype dt)
+{
+    char what[160];
+    snprintf(what, sizeof what, "%s %s", label, part);
+    return orin_check_matmul_quant(what, ex, a, fmt, device, dt);
+}
+
+int orin_check_matmul_qkv_quant(const char *label, const orin_exec *ex,
+                                const orin_matmul_qkv_quant_args *a, orin_weight_format fmt,
+                                orin_device_kind device, orin_dtype dt)
+{
+    static const char *const parts[3] = {"w[0]", "w[1]", "w[2]"};
+    static const char *const outs[3] = {"y[0]", "y[1]", "y[2]"};
+    if (orin_check_tensor(label, "x", &a->x, device, dt, 2, 2))
+        return -1;
+    for (int i = 0; i < 3; i++) {
+        const orin_matmul_quant_args part = {.x = a->x, .w = a->w[i], .bias = a->bias[i],
+                                             .y = a->y[i]};
+        if (check_quant_part(label, parts[i], ex, &part, fmt, device, dt) ||
+            orin_check_tensor(label, outs[i], &a->y[i], device, dt, 2, 2))
+            return -1;
+        for (int j = 0; j < i; j++)
+            if (orin_check_alias(label, outs[i], &a->y[i], outs[j], &a->y[j], false))
+                return -1;
+    }
+    return 0;
+}
+
+int orin_check_matmul_swiglu_quant(const char *label, const orin_exec *ex,
+                                   const orin_matmul_swiglu_quant_args *a, orin_weight_format fmt,
+                                   orin_device_kind device, orin_dtype dt)
+{
+    const orin_matmul_quant_args gate = {.x = a->x, .w = a->w_gate, .y = a->out};
+    const orin_matmul_quant_args up = {.x = a->x, .w = a->w_up, .y = a->out};
+    if (orin_check_tensor(label, "x", &a->x, device, dt, 2, 2) ||
+        orin_check_tensor(label, "out", &a->out, device, dt, 2, 2) ||
+        check_quant_part(label, "w_gate", ex, &gate, fmt, device, dt) ||
+        check_quant_part(label, "w_up", ex, &up, fmt, device, dt))
         return -1;
     return 0;
 }
