@@ -18,7 +18,8 @@
 # AWQ int4 folder of the shape, group 128, make_shaped_model.py --awq 128),
 # PDLS ("1"; "1 0" also runs with ORIN_PDL=0: no programmatic dependent launch),
 # PREFILL_CHUNKS ("512": runtime.prefill_chunk; a quantized matmul dequantizes
-# its weights once per chunk).
+# its weights once per chunk), ORIN_ARGS (more orin-run arguments, e.g.
+# "--set plugins.dir=DIR" for a plugin built with other -D tunables).
 # Prints one JSON line per row as it goes and the table last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -58,7 +59,7 @@ for shape in ${SHAPES:-qwen3-8b qwen2.5-7b}; do
                 --set runtime.cuda_graph="$graph" --set runtime.max_context=$((ctx + gen + 8)) \
                 --set bench.prompt_tokens="$ctx" --set bench.gen_tokens="$gen" \
                 --set bench.repeats="${REPEATS:-1}" --set runtime.prefill_chunk="$chunk" \
-                "${qset[@]}" 2>&1 | tail -1)
+                "${qset[@]}" ${ORIN_ARGS:-} 2>&1 | tail -1)
               echo "orin $shape graph=$graph pdl=$pdl chunk=$chunk $line"
               rows+=("orin|$shape|$graph|$pdl|$chunk|$line")
             done

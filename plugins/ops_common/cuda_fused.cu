@@ -37,6 +37,19 @@ struct gemv_segments {
 
 enum gemv_mode { GEMV_PLAIN, GEMV_SWIGLU };
 
+// seg's fields at a segment index known only at run time, without indexing
+// the parameter space (which copies it to local memory).
+#define SEG_PICK(seg, field, s) ((s) == 0 ? (seg).field[0] : (s) == 1 ? (seg).field[1] : (seg).field[2])
+__device__ __forceinline__ int begin_of(const gemv_segments &seg, int s)
+{
+    return s == 0 ? 0 : s == 1 ? seg.begin[1] : seg.begin[2];
+}
+// The segment global row g is in.
+__device__ __forceinline__ int segment_of(const gemv_segments &seg, int g)
+{
+    return (seg.count > 1 && g >= seg.begin[1]) + (seg.count > 2 && g >= seg.begin[2]);
+}
+
 #define GEMV_UNROLL 2
 
 
@@ -133,35 +146,28 @@ __device__ __forceinline__ void gemv_rows(const T *const (&w)[ROWS], const T *__
 // in flight; bound by the weight bytes (R is chosen so that the grid holds >= 4
 // blocks per SM, enough loads in flight to cover the memory latency).
 template <typename T, int R, bool VEC>
-__global__ void __launch_bounds__(GEMV_THREADS)
+__global__ void __launch_bounds__(GEMV_THREADS, R >= 8 ? 2 : 1)
     gemv_kernel(gemv_segments seg, const T *__restrict__ x, int in)
 {
-    const int total = seg.begin[seg.count];
+    const int total = seg.count == 1 ? seg.begin[1] : seg.count == 2 ? seg.begin[2] : seg.begin[3];
     const int row0 = blockIdx.x * R;
     const T *w[R];
-    int s_of[R];
 #pragma unroll
     for (int r = 0; r < R; r++) {
-        int g = min(row0 + r, total - 1); // past the end: a real row, result dropped
-        int s = 0;
-        while (s + 1 < seg.count && g >= seg.begin[s + 1])
-            s++;
-        s_of[r] = s;
-        w[r] = (const T *)seg.w[s] + (size_t)(g - seg.begin[s]) * in;
+        const int g = min(row0 + r, total - 1); // past the end: a real row, result dropped
+        const int s = segment_of(seg, g);
+        w[r] = (const T *)SEG_PICK(seg, w, s) + (size_t)(g - begin_of(seg, s)) * in;
     }
     float acc[R] = {};
     gemv_rows<T, R, VEC>(w, x, in, acc);
     float sum = gemv_block_sum<R>(acc);
-    const int r = threadIdx.x;
-    if (r < R && row0 + r < total) {
-        int s = 0, g = row0 + r;
-#pragma unroll
-        for (int i = 0; i < R; i++)
-            s = i == r ? s_of[i] : s;
-        int local = g - seg.begin[s];
-        if (seg.bias[s])
-            sum += orin_cu_f32(((const T *)seg.bias[s])[local]);
-        ((T *)seg.y[s])[local] = orin_cu_from_f32<T>(sum);
+    const int g = row0 + (int)threadIdx.x;
+    if ((int)threadIdx.x < R && g < total) {
+        const int s = segment_of(seg, g), local = g - begin_of(seg, s);
+        const T *bias = (const T *)SEG_PICK(seg, bias, s);
+        if (bias)
+            sum += orin_cu_f32(bias[local]);
+        ((T *)SEG_PICK(seg, y, s))[local] = orin_cu_from_f32<T>(sum);
     }
 }
 
@@ -223,7 +229,8 @@ static void gemv_dispatch(const orin_exec *ex, const gemv_segments &seg, const v
 {
     int rows = seg.begin[seg.count];
     bool vec = gemv_vectorizable(seg.w, seg.count, x, in, dt);
-    switch (gemv_rows_per_block(ex, rows)) {
+    switch (gemv_rows_per_block(ex, rows, GEMV_ROWS_MAX)) {
+    case 8: launch_gemv<T, 8>(ex, seg, x, in, vec); break;
     case 4: launch_gemv<T, 4>(ex, seg, x, in, vec); break;
     case 2: launch_gemv<T, 2>(ex, seg, x, in, vec); break;
     default: launch_gemv<T, 1>(ex, seg, x, in, vec); break;
@@ -353,7 +360,7 @@ extern "C" size_t cuda_matmul_swiglu_workspace_size(const void *args)
 template <typename T>
 static void swiglu_dispatch(const orin_exec *ex, const orin_matmul_swiglu_args *a, int in, int f)
 {
-    int R = gemv_rows_per_block(ex, f);
+    int R = gemv_rows_per_block(ex, f, 4); // 2R rows a block
     const void *w[2] = {a->w_gate.data, a->w_up.data};
     bool vec = gemv_vectorizable(w, 2, a->x.data, in, a->x.dtype);
     const T *wg = (const T *)a->w_gate.data, *wu = (const T *)a->w_up.data;

@@ -39,11 +39,19 @@ __device__ __forceinline__ float gemv_block_sum(float (&acc)[ROWS])
     return total;
 }
 
-// Rows per block of a row-dot GEMV: enough blocks for >= 4 per SM, else fewer
-// rows per block.
-static inline int gemv_rows_per_block(const orin_exec *ex, int64_t rows)
+// Rows per block of a row-dot GEMV: 8 (up to max_rows) while the grid keeps
+// >= 3 blocks an SM, else 4, 2 or 1 for >= 4 blocks an SM. More rows a block
+// are more loads in flight a thread (8 rows x GEMV_UNROLL 16-byte chunks); the
+// gate/up GEMV, 2 x 4 rows a block, streamed at 98 % of the copy bandwidth
+// where the 4-row plain one reached 45-72 % (bench/notes/decode.md).
+#ifndef GEMV_ROWS_MAX
+#define GEMV_ROWS_MAX 8
+#endif
+static inline int gemv_rows_per_block(const orin_exec *ex, int64_t rows, int max_rows)
 {
     int sms = orin_cu_sm_count(ex);
+    if (max_rows >= 8 && rows >= 24 * sms)
+        return 8;
     return rows >= 16 * sms ? 4 : rows >= 8 * sms ? 2 : 1;
 }
 

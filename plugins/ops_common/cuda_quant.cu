@@ -203,7 +203,7 @@ template <int FMT> __global__ void pack_groups_kernel(pack_params p)
 //
 // Launch: grid = the n-tiles of every matrix (a block an n-tile), 8 warps (16
 // where the grid leaves SMs idle); warp w takes the w-th share of the units,
-// two batches of QMMA_BATCH_TILES k-tiles of 16-byte loads in flight a lane (a
+// two batches of QMMA_BATCH_TILES_* k-tiles of 16-byte loads in flight a lane (a
 // warp load is 512 contiguous bytes), the first two issued before the PDL
 // wait. x and the block's group data (scales as f32, zero pairs ready to
 // subtract: 128 bytes a group and matrix) go to shared memory first (2K + 128
@@ -226,10 +226,23 @@ template <int FMT> __global__ void pack_groups_kernel(pack_params p)
 // projections), so that each warp takes half as many units.
 #define QMMA_WARPS_WIDE 8
 #define QMMA_WARPS_NARROW 16
-// k-tiles a batch of a lane's loads covers (AWQ 2 units, int8 4); a warp has
+// k-tiles a batch of a lane's loads covers (AWQ 16: 4 units, int8 8: 4 units); a warp has
 // two batches in flight.
-#ifndef QMMA_BATCH_TILES
-#define QMMA_BATCH_TILES 8
+// (Tunables, overridable with -D for bench/ experiments: bench/notes/quant.md.)
+#ifndef QMMA_BATCH_TILES_AWQ
+#define QMMA_BATCH_TILES_AWQ 16
+#endif
+#ifndef QMMA_BATCH_TILES_INT8
+#define QMMA_BATCH_TILES_INT8 8
+#endif
+// Blocks of 8 warps an SM holds at least (caps their registers: 2 -> 128, no
+// spills; 3 -> 80, which spilled and measured slower).
+#ifndef QMMA_WIDE_MIN_BLOCKS
+#define QMMA_WIDE_MIN_BLOCKS 2
+#endif
+// 16 warps a block where the grid has fewer blocks than this many per SM.
+#ifndef QMMA_NARROW_BELOW
+#define QMMA_NARROW_BELOW 1
 #endif
 #define QMMA_SMEM_MAX ((size_t)96 << 10)
 
@@ -435,10 +448,11 @@ __device__ __forceinline__ void qmma_unit(const uint4 &raw, int u, const uint2 *
 }
 
 template <typename T, int FMT, int SPAN, int WARPS, int MODE>
-__global__ void __launch_bounds__(32 * WARPS, WARPS < 24 ? 24 / WARPS : 1)
+__global__ void __launch_bounds__(32 * WARPS, WARPS == QMMA_WARPS_WIDE ? QMMA_WIDE_MIN_BLOCKS : 1)
     qmma_gemv_kernel(qmma_params p)
 {
-    constexpr int UT = tiles_of<FMT>::UNIT_TILES, B = QMMA_BATCH_TILES / UT;
+    constexpr int UT = tiles_of<FMT>::UNIT_TILES;
+    constexpr int B = (FMT == FMT_AWQ4 ? QMMA_BATCH_TILES_AWQ : QMMA_BATCH_TILES_INT8) / UT;
     constexpr int MATS = MODE == QMMA_SWIGLU ? 2 : 1; // matrices a block reads
     constexpr int TEAM = WARPS / MATS;                 // warps on one matrix
     // x [k], then the group data [MATS][groups][8] (qmma_smem_bytes)
@@ -863,7 +877,7 @@ template <typename T, int FMT, int MODE>
 static void launch_qmma_gemv(const orin_exec *ex, const qmma_params &p, unsigned blocks,
                              size_t smem)
 {
-    if ((int)blocks < orin_cu_sm_count(ex))
+    if ((int)blocks < QMMA_NARROW_BELOW * orin_cu_sm_count(ex))
         launch_qmma_warps<T, FMT, MODE, QMMA_WARPS_NARROW>(ex, p, blocks, smem);
     else
         launch_qmma_warps<T, FMT, MODE, QMMA_WARPS_WIDE>(ex, p, blocks, smem);

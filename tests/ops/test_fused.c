@@ -352,6 +352,8 @@ int main(int argc, char **argv)
         qkv_case(dt, 1, 896, (int64_t[]){896, 128, 128}, true);
         qkv_case(dt, 1, 67, (int64_t[]){33, 7, 9}, true);
         qkv_case(dt, 5, 256, (int64_t[]){256, 64, 64}, true);
+        /* 8 rows a block (>= 24 per SM) with blocks across segment ends */
+        qkv_case(dt, 1, 64, (int64_t[]){4001, 7, 9}, true);
         swiglu_case(dt, 1, 1024, 3072);
         swiglu_case(dt, 1, 67, 129);
         swiglu_case(dt, 3, 256, 384);
