@@ -202,21 +202,23 @@ template <int FMT> __global__ void pack_groups_kernel(pack_params p)
 // ---- the GEMV (one row of x) on tiles -------------------------------------------------
 //
 // Launch: grid = the n-tiles of every matrix (a block an n-tile), 8 warps (16
-// where the grid leaves SMs idle); warp w takes the w-th share of the units,
-// two batches of QMMA_BATCH_TILES_* k-tiles of 16-byte loads in flight a lane (a
-// warp load is 512 contiguous bytes), the first two issued before the PDL
-// wait. x and the block's group data (scales as f32, zero pairs ready to
-// subtract: 128 bytes a group and matrix) go to shared memory first (2K + 128
-// groups bytes a matrix, at most QMMA_SMEM_MAX), so that no tile waits on a
-// global load but its weights' (x read from L2 a tile at a time made a 4096 x
-// 4096 product take 14 us: bench/notes/quant.md). Per k-tile a lane turns its
-// word into 4 A registers (AWQ: 3 shifts, 4 LOP3, 4 subtractions of 1024 + z
-// or 128 + z; int8: 4 byte permutes, 4 subtractions of 1152, and in bf16 a
-// conversion through f32), reads its 4 x values and its group's entry (two
-// shared loads), issues one mma.sync from zero and scales the two rows' f32
-// sums into its totals (2 FFMA): ~30 instructions a tile, no branch and no
-// chain between tiles. The warps' totals meet in shared memory. Bound by the
-// weight bytes.
+// where the grid leaves SMs idle), 3 blocks an SM; warp w takes the w-th share
+// of the units (whole spans), two batches of 4 units (AWQ: 16 k-tiles; int8:
+// 8) of 16-byte loads in flight a lane (a warp load is 512 contiguous bytes),
+// the first two issued before the PDL wait. x and the block's group data
+// (scales as f32, zero pairs ready to subtract: 128 bytes a group and matrix)
+// go to shared memory first (2K + 128 groups bytes a matrix, at most
+// QMMA_SMEM_MAX), x laid out so that a lane's inputs for a unit are
+// contiguous, so that no tile waits on a global load but its weights' (x read
+// from L2 a tile at a time made a 4096 x 4096 product take 14 us:
+// bench/notes/quant.md). Per k-tile a lane turns its word into 4 A registers
+// (AWQ: 1 shift, 4 LOP3, 2 HSUB2 and 2 HFMA2 in f16; int8: 4 byte permutes, 4
+// subtractions of 1152, and in bf16 a conversion through f32) and issues one
+// mma.sync; once a unit it reads its x (one or two 16-byte shared loads), once
+// a span of 8 k-tiles its group entry, and scales the span's two rows' f32
+// sums into its totals: ~16 instructions a k-tile in the SASS (520 for 32
+// AWQ tiles), no branch and no chain between tiles. The warps' totals meet in
+// shared memory. Bound by the weight bytes and each launch's fixed costs.
 // Two modes, so that a decode step's q/k/v and gate/up take one launch each:
 //  - QMMA_SEGMENTS: up to three matrices of one input (q, k, v) as one grid,
 //    block b in matrix i when begin[i] <= b < begin[i + 1];
@@ -226,8 +228,8 @@ template <int FMT> __global__ void pack_groups_kernel(pack_params p)
 // projections), so that each warp takes half as many units.
 #define QMMA_WARPS_WIDE 8
 #define QMMA_WARPS_NARROW 16
-// k-tiles a batch of a lane's loads covers (AWQ 16: 4 units, int8 8: 4 units); a warp has
-// two batches in flight.
+// k-tiles a batch of a lane's loads covers (AWQ 16: 4 units, int8 8: 4 units);
+// a warp has two batches in flight.
 // (Tunables, overridable with -D for bench/ experiments: bench/notes/quant.md.)
 #ifndef QMMA_BATCH_TILES_AWQ
 #define QMMA_BATCH_TILES_AWQ 16
@@ -235,10 +237,10 @@ template <int FMT> __global__ void pack_groups_kernel(pack_params p)
 #ifndef QMMA_BATCH_TILES_INT8
 #define QMMA_BATCH_TILES_INT8 8
 #endif
-// Blocks of 8 warps an SM holds at least (caps their registers: 2 -> 128, no
-// spills; 3 -> 80, which spilled and measured slower).
+// Blocks of 8 warps an SM holds at least (caps their registers: 3 -> 80; the
+// kernel fits them without spilling but for SPAN 1, groups under 128 inputs).
 #ifndef QMMA_WIDE_MIN_BLOCKS
-#define QMMA_WIDE_MIN_BLOCKS 2
+#define QMMA_WIDE_MIN_BLOCKS 3
 #endif
 // 16 warps a block where the grid has fewer blocks than this many per SM.
 #ifndef QMMA_NARROW_BELOW
@@ -410,39 +412,90 @@ __device__ __forceinline__ void load_units(uint4 (&buf)[B], const uint4 *q, int 
             buf[b] = load_weights16(q + (size_t)(u + b) * 32);
 }
 
-// One unit (a lane's 16 bytes: UNIT_TILES k-tiles) into the lane's totals.
-// SPAN: k-tiles a scale multiplies at once (UNIT_TILES where groups are whole
-// units, else 1): a span accumulates in two mma chains (even and odd tiles),
-// then its two rows' sums are scaled into the totals. The group index steps a
-// span at a time without a branch (gi, left: the group, and its k-tiles not
-// yet begun; the same for the whole warp).
-template <typename T, int FMT, int SPAN>
-__device__ __forceinline__ void qmma_unit(const uint4 &raw, int u, const uint2 *x,
-                                          const lane_group *groups, int g, int t, int group_tiles,
-                                          int &gi, int &left, float (&tot)[2])
+// A lane's x for unit u: its 4 inputs of each of the unit's UNIT_TILES k-tiles,
+// 8 bytes a tile, contiguous in shared memory (qmma_stage_x): AWQ's 4 tiles two
+// 16-byte loads, int8's 2 tiles one.
+template <int FMT>
+__device__ __forceinline__ void load_x(const uint4 *xs, int u, int t,
+                                       uint2 (&xv)[tiles_of<FMT>::UNIT_TILES])
+{
+    constexpr int UT = tiles_of<FMT>::UNIT_TILES, V = UT / 2; // 16-byte loads
+    const uint4 *p = xs + (size_t)(u * 4 + t) * V;
+#pragma unroll
+    for (int v = 0; v < V; v++) {
+        const uint4 pair = p[v];
+        xv[2 * v] = make_uint2(pair.x, pair.y);
+        xv[2 * v + 1] = make_uint2(pair.z, pair.w);
+    }
+}
+
+// x [k] into shared memory as load_x reads it: [units][4 lanes t][UNIT_TILES]
+// [4 values], input 16 kt + 4 t + i of k-tile kt = u UNIT_TILES + tt at
+// ((u 4 + t) UNIT_TILES + tt) 4 + i. A thread moves 16 bytes (8 inputs: two
+// lanes' 4) at a time.
+template <typename T, int FMT>
+__device__ __forceinline__ void qmma_stage_x(uint2 *xs, const uint4 *x, int k, int threads)
 {
     constexpr int UT = tiles_of<FMT>::UNIT_TILES;
-    const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+    static_assert(sizeof(T) == 2, "4 values of T in 8 bytes");
+    for (int c = threadIdx.x; c < k / 8; c += threads) {
+        const uint4 v = x[c];
+        const int kt = c / 2, t0 = 2 * (c % 2), u = kt / UT, tt = kt % UT;
+        xs[(u * 4 + t0) * UT + tt] = make_uint2(v.x, v.y);
+        xs[(u * 4 + t0 + 1) * UT + tt] = make_uint2(v.z, v.w);
+    }
+}
+
+// A lane's running state over its warp's k-tiles: the open span's two mma
+// chains (even and odd tiles, so that consecutive mmas do not wait on each
+// other), its group entry, the group counters (gi, and `left`: the group's
+// k-tiles not yet begun; the same for the whole warp) and its two rows' totals.
+struct qmma_lane {
     float acc[2][4];
     lane_group lg;
+    int gi, left;
+    float tot[2];
+};
+
+// Units [u, u + B) of a batch, those below u_end, into the lane's state. A span
+// is SPAN consecutive k-tiles sharing a scale: it accumulates in the two
+// chains, then its two rows' sums are scaled into the totals. Spans start at
+// the warp's first k-tile and never straddle a batch or a group (SPAN divides
+// B UNIT_TILES and the group; the kernel starts and ends each warp's units on
+// span boundaries), so where a span begins and ends is known at compile time.
+template <typename T, int FMT, int SPAN, int B>
+__device__ __forceinline__ void qmma_batch(const uint4 (&raw)[B], int u, int u_end,
+                                           const uint4 *xs, const lane_group *groups, int g,
+                                           int t, int group_tiles, qmma_lane &s)
+{
+    constexpr int UT = tiles_of<FMT>::UNIT_TILES;
+    static_assert((B * UT) % SPAN == 0, "spans within a batch");
 #pragma unroll
-    for (int tt = 0; tt < UT; tt++) {
-        if (tt % SPAN == 0) {
-            const bool next = left == 0;
-            gi += next;
-            left = (next ? group_tiles : left) - SPAN;
-            lg = groups[gi * 8 + g];
+    for (int b = 0; b < B; b++) {
+        if (u + b >= u_end)
+            break;
+        uint2 xv[UT];
+        load_x<FMT>(xs, u + b, t, xv);
+        const uint32_t w[4] = {raw[b].x, raw[b].y, raw[b].z, raw[b].w};
 #pragma unroll
-            for (int e = 0; e < 4; e++)
-                acc[0][e] = acc[1][e] = 0.0f;
-        }
-        const uint2 xv = x[(u * UT + tt) * 4 + t];
-        uint32_t a[4];
-        tile_fragments<T, FMT>(w, tt, lg.z0, lg.z1, a);
-        orin_cu_mma16816<T>(acc[tt & 1], a[0], a[1], a[2], a[3], xv.x, xv.y);
-        if (tt % SPAN == SPAN - 1) {
-            tot[0] = fmaf(lg.s0, acc[0][0] + acc[1][0], tot[0]);
-            tot[1] = fmaf(lg.s1, acc[0][2] + acc[1][2], tot[1]);
+        for (int tt = 0; tt < UT; tt++) {
+            const int i = b * UT + tt; // a compile-time constant once unrolled
+            if (i % SPAN == 0) {
+                const bool next = s.left == 0;
+                s.gi += next;
+                s.left = (next ? group_tiles : s.left) - SPAN;
+                s.lg = groups[s.gi * 8 + g];
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    s.acc[0][e] = s.acc[1][e] = 0.0f;
+            }
+            uint32_t a[4];
+            tile_fragments<T, FMT>(w, tt, s.lg.z0, s.lg.z1, a);
+            orin_cu_mma16816<T>(s.acc[i & 1], a[0], a[1], a[2], a[3], xv[tt].x, xv[tt].y);
+            if (i % SPAN == SPAN - 1) {
+                s.tot[0] = fmaf(s.lg.s0, s.acc[0][0] + s.acc[1][0], s.tot[0]);
+                s.tot[1] = fmaf(s.lg.s1, s.acc[0][2] + s.acc[1][2], s.tot[1]);
+            }
         }
     }
 }
@@ -467,14 +520,17 @@ __global__ void __launch_bounds__(32 * WARPS, WARPS == QMMA_WARPS_WIDE ? QMMA_WI
             seg++;
     const int j = (int)blockIdx.x - p.begin[seg], mine = MODE == QMMA_SWIGLU ? warp / TEAM : 0;
     const qmma_matrix mat = qmma_pick(p, MODE == QMMA_SWIGLU ? mine : seg);
-    const int per = (p.units + TEAM - 1) / TEAM;
+    // the warp's units: a TEAM-th of them, whole spans (units are whole groups)
+    constexpr int SPAN_UNITS = SPAN > UT ? SPAN / UT : 1;
+    const int per = ((p.units + TEAM - 1) / TEAM + SPAN_UNITS - 1) / SPAN_UNITS * SPAN_UNITS;
     const int u0 = min(p.units, warp % TEAM * per), u1 = min(p.units, u0 + per);
     const uint4 *q = mat.q + (size_t)j * p.units * 32 + lane;
     const int k = p.units * tiles_of<FMT>::UNIT_K;
     uint4 *xs = smem;
     lane_group *groups = (lane_group *)(xs + k * sizeof(T) / 16);
     // The weights are never written by a kernel: two batches of loads go out
-    // before the PDL wait (measured: 4.26 against 4.65 ms an AWQ step).
+    // before the PDL wait (measured on an earlier version: 4.26 against 4.65
+    // ms an AWQ step).
     uint4 cur[B], nxt[B];
     load_units(cur, q, u0, u1);
     load_units(nxt, q, u0 + B, u1);
@@ -482,7 +538,7 @@ __global__ void __launch_bounds__(32 * WARPS, WARPS == QMMA_WARPS_WIDE ? QMMA_WI
     // by a kernel either: a thread's first PRELOAD entries are loaded before
     // the wait, so that after it only x's round trip (from L2) remains.
     // Entry i is matrix i / ng's entry i % ng.
-    const int nx = k * (int)sizeof(T) / 16, ng = p.groups * 8;
+    const int ng = p.groups * 8;
     // the block's group data: of its matrix (SEGMENTS), of gate then up (SWIGLU)
     const uint32_t *s0 = (MODE == QMMA_SWIGLU ? p.m[0] : mat).s + (size_t)j * ng;
     const uint8_t *z0 = (MODE == QMMA_SWIGLU ? p.m[0] : mat).z + (size_t)j * ng;
@@ -500,8 +556,7 @@ __global__ void __launch_bounds__(32 * WARPS, WARPS == QMMA_WARPS_WIDE ? QMMA_WI
     // PDL prologue (orin/cuda_util.cuh): the previous kernel wrote x.
     orin_cu_allow_next();
     orin_cu_wait_prior();
-    for (int i = threadIdx.x; i < nx; i += THREADS)
-        xs[i] = ((const uint4 *)p.x)[i];
+    qmma_stage_x<T, FMT>((uint2 *)xs, (const uint4 *)p.x, k, THREADS);
 #pragma unroll
     for (int r = 0; r < PRELOAD; r++) {
         const int i = threadIdx.x + r * THREADS;
@@ -512,30 +567,22 @@ __global__ void __launch_bounds__(32 * WARPS, WARPS == QMMA_WARPS_WIDE ? QMMA_WI
         groups[i] = make_lane_group<T, FMT>((i < ng ? s0 : s1)[i],
                                             FMT == FMT_AWQ4 ? (i < ng ? z0 : z1)[i] : 0);
     __syncthreads();
-    const uint2 *x = (const uint2 *)xs; // 4 values of T in 8 bytes
     const lane_group *my_groups = groups + mine * ng;
 
-    float tot[2] = {0.0f, 0.0f};
-    int gi = u0 * UT / p.group_tiles, left = p.group_tiles - u0 * UT % p.group_tiles;
-    // batch u in cur while the next is in flight; whole batches unchecked
-    for (int u = u0; u < u1; u += B) {
-        if (u + B <= u1) {
-#pragma unroll
-            for (int b = 0; b < B; b++)
-                qmma_unit<T, FMT, SPAN>(cur[b], u + b, x, my_groups, g, t, p.group_tiles, gi,
-                                        left, tot);
-        } else {
-#pragma unroll
-            for (int b = 0; b < B; b++)
-                if (u + b < u1)
-                    qmma_unit<T, FMT, SPAN>(cur[b], u + b, x, my_groups, g, t, p.group_tiles,
-                                            gi, left, tot);
-        }
-#pragma unroll
-        for (int b = 0; b < B; b++)
-            cur[b] = nxt[b];
-        load_units(nxt, q, u + 2 * B, u1);
+    qmma_lane st = {};
+    st.gi = u0 * UT / p.group_tiles;
+    st.left = p.group_tiles - u0 * UT % p.group_tiles;
+    // batch u in cur while the next is in flight, then the other way round:
+    // no register moves between the two buffers
+    for (int u = u0; u < u1; u += 2 * B) {
+        qmma_batch<T, FMT, SPAN, B>(cur, u, u1, xs, my_groups, g, t, p.group_tiles, st);
+        load_units(cur, q, u + 2 * B, u1);
+        if (u + B >= u1)
+            break;
+        qmma_batch<T, FMT, SPAN, B>(nxt, u + B, u1, xs, my_groups, g, t, p.group_tiles, st);
+        load_units(nxt, q, u + 3 * B, u1);
     }
+    const float tot[2] = {st.tot[0], st.tot[1]};
     if (t == 0) {
         red[warp][g] = tot[0];
         red[warp][g + 8] = tot[1];
@@ -731,8 +778,10 @@ static int allow_smem(const char *label)
     const void *kernels[] = {
         (const void *)qmma_gemv_kernel<T, FMT, 1, QMMA_WARPS_WIDE, MODE>,
         (const void *)qmma_gemv_kernel<T, FMT, UT, QMMA_WARPS_WIDE, MODE>,
+        (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_WIDE, MODE>,
         (const void *)qmma_gemv_kernel<T, FMT, 1, QMMA_WARPS_NARROW, MODE>,
         (const void *)qmma_gemv_kernel<T, FMT, UT, QMMA_WARPS_NARROW, MODE>,
+        (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_NARROW, MODE>,
     };
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
         if (orin_cu_call(label, "shared memory of the quantized GEMV",
@@ -860,16 +909,19 @@ static int quant_sliced(const orin_exec *ex, const orin_matmul_quant_args *a,
     return 0;
 }
 
-// Groups of whole units scale a unit's sums at once (SPAN = UNIT_TILES); a
-// grid of fewer blocks than SMs takes 16 warps a block.
+// A scale multiplies the sums of 8 k-tiles at once where groups are whole
+// multiples of 8 (128 inputs), else of a unit's tiles, else of one tile (the
+// SPAN of qmma_batch); a grid of fewer blocks than QMMA_NARROW_BELOW per SM
+// takes 16 warps a block.
 template <typename T, int FMT, int MODE, int WARPS>
 static void launch_qmma_warps(const orin_exec *ex, const qmma_params &p, unsigned blocks,
                               size_t smem)
 {
     constexpr int UT = tiles_of<FMT>::UNIT_TILES;
     orin_cu_launch(ex, true,
-                   p.group_tiles % UT == 0 ? qmma_gemv_kernel<T, FMT, UT, WARPS, MODE>
-                                           : qmma_gemv_kernel<T, FMT, 1, WARPS, MODE>,
+                   p.group_tiles % 8 == 0   ? qmma_gemv_kernel<T, FMT, 8, WARPS, MODE>
+                   : p.group_tiles % UT == 0 ? qmma_gemv_kernel<T, FMT, UT, WARPS, MODE>
+                                             : qmma_gemv_kernel<T, FMT, 1, WARPS, MODE>,
                    dim3(blocks), dim3(32 * WARPS), smem, p);
 }
 
