@@ -102,6 +102,11 @@ __device__ __forceinline__ void int8x16_to_f32(uint4 raw, float (&q)[16])
 // prepare rewrites the bytes where they are.
 enum quant_fmt { FMT_AWQ4, FMT_INT8 };
 
+static orin_weight_format weight_format(quant_fmt fmt)
+{
+    return fmt == FMT_AWQ4 ? ORIN_WEIGHT_AWQ4 : ORIN_WEIGHT_INT8;
+}
+
 template <int FMT> struct tiles_of {
     static constexpr int UNIT_TILES = FMT == FMT_AWQ4 ? 4 : 2;
     static constexpr int UNIT_K = 16 * UNIT_TILES;
@@ -1056,8 +1061,7 @@ static int run_matmul_quant(const orin_exec *ex, const orin_matmul_quant_args *a
 static int matmul_quant(const orin_exec *ex, const orin_matmul_quant_args *a, quant_fmt fmt,
                         orin_dtype dt, const char *label)
 {
-    const orin_weight_format wf = fmt == FMT_AWQ4 ? ORIN_WEIGHT_AWQ4 : ORIN_WEIGHT_INT8;
-    if (orin_check_matmul_quant(label, ex, a, wf, CUDA, dt))
+    if (orin_check_matmul_quant(label, ex, a, weight_format(fmt), CUDA, dt))
         return -1;
     const quant_call c = quant_call_of(label, fmt, dt, &a->x, &a->y);
     return run_matmul_quant(ex, a, &c);
@@ -1097,8 +1101,7 @@ extern "C" size_t cuda_matmul_quant_workspace_size(const void *args)
 static int matmul_qkv_quant(const orin_exec *ex, const orin_matmul_qkv_quant_args *a,
                             quant_fmt fmt, orin_dtype dt, const char *label)
 {
-    const orin_weight_format wf = fmt == FMT_AWQ4 ? ORIN_WEIGHT_AWQ4 : ORIN_WEIGHT_INT8;
-    if (orin_check_matmul_qkv_quant(label, ex, a, wf, CUDA, dt))
+    if (orin_check_matmul_qkv_quant(label, ex, a, weight_format(fmt), CUDA, dt))
         return -1;
     quant_call c[3];
     qmma_part parts[3];
@@ -1138,8 +1141,7 @@ static size_t quant_workspace_of(const orin_tensor &x, const orin_tensor &y)
 static int matmul_swiglu_quant(const orin_exec *ex, const orin_matmul_swiglu_quant_args *a,
                                quant_fmt fmt, orin_dtype dt, const char *label)
 {
-    const orin_weight_format wf = fmt == FMT_AWQ4 ? ORIN_WEIGHT_AWQ4 : ORIN_WEIGHT_INT8;
-    if (orin_check_matmul_swiglu_quant(label, ex, a, wf, CUDA, dt))
+    if (orin_check_matmul_swiglu_quant(label, ex, a, weight_format(fmt), CUDA, dt))
         return -1;
     const quant_call c = quant_call_of(label, fmt, dt, &a->x, &a->out);
     if (check_dtype_and_dims(&c) || check_layout(ex, &c, &a->w_gate, c.out) ||
