@@ -31,13 +31,11 @@
  * Prints a table; with --json one JSON line per row instead. Exit 77 without a
  * GPU. */
 #define _POSIX_C_SOURCE 200809L
-#include "orin/device.h"
+#include "bench_util.h"
+
 #include "orin/error.h"
 #include "orin/ops.h"
-#include "orin/plugin.h"
-#include "orin/registry.h"
 
-#include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -48,26 +46,10 @@
 #define ORIN_PLUGIN_DIR "plugins"
 #endif
 
-enum { HEADS = 32, KV_HEADS = 8, HEAD_DIM = 128, MAX_LIST = 16 };
+enum { HEADS = 32, KV_HEADS = 8, HEAD_DIM = 128 };
 
 static const int prefill_lens[] = {512, 2048, 8192, 16384};
 static const int decode_lens[] = {1024, 8192, 32768};
-
-typedef struct list {
-    const char *item[MAX_LIST];
-    int n;
-} list;
-
-typedef struct bench {
-    orin_device *dev;
-    orin_registry *reg;
-    bool json;
-    int runs;
-    double copy_gbs;
-    float *noise;        /* host: random values to upload from */
-    size_t noise_n;
-    size_t l2_bytes;
-} bench;
 
 /* One result row: what it measured, or why not (status). */
 typedef struct row {
@@ -79,220 +61,12 @@ typedef struct row {
     double graph_seconds; /* decode: per call in a graph replay; 0 when none */
 } row;
 
-/* ---- small things ---- */
-
-static void split_list(list *l, char *text)
-{
-    l->n = 0;
-    for (char *tok = strtok(text, ","); tok && l->n < MAX_LIST; tok = strtok(NULL, ","))
-        l->item[l->n++] = tok;
-}
-
-static bool listed(const list *l, const char *name)
-{
-    for (int i = 0; i < l->n; i++)
-        if (strcmp(l->item[i], name) == 0)
-            return true;
-    return false;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-/* splitmix64 -> uniform [-1, 1) */
-static void fill_noise(float *v, size_t n, uint64_t seed)
-{
-    uint64_t s = seed;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        z ^= z >> 31;
-        v[i] = (float)((double)(z >> 11) / 4503599627370496.0 - 1.0);
-    }
-}
-
-/* Device memory of n elements of dt, filled with noise (starting at `offset`
- * into the noise, so that tensors differ). NULL with the row's status set. */
 static void *device_random(bench *b, row *r, orin_dtype dt, size_t n, size_t offset)
 {
-    void *p = b->dev->ops->alloc(b->dev, n * orin_dtype_size(dt));
-    if (!p) {
-        snprintf(r->status, sizeof r->status, "skipped (memory: %.2f GiB)",
-                 (double)n * orin_dtype_size(dt) / 1073741824.0);
-        return NULL;
-    }
-    for (size_t done = 0; done < n;) {
-        size_t start = (offset + done * 7919) % (b->noise_n / 2);
-        size_t chunk = n - done < b->noise_n / 2 ? n - done : b->noise_n / 2;
-        if (b->dev->ops->upload(b->dev, (char *)p + done * orin_dtype_size(dt), dt,
-                                b->noise + start, ORIN_F32, chunk) != 0) {
-            snprintf(r->status, sizeof r->status, "failed: upload: %s", orin_error());
-            b->dev->ops->free(b->dev, p);
-            return NULL;
-        }
-        done += chunk;
-    }
-    return p;
-}
-
-static void device_free(bench *b, void *p)
-{
-    if (p)
-        b->dev->ops->free(b->dev, p);
-}
-
-static size_t free_bytes(bench *b)
-{
-    size_t fr = 0, total = 0;
-    if (!b->dev->ops->mem_info || b->dev->ops->mem_info(b->dev, &fr, &total) != 0)
-        return (size_t)-1;
-    return fr;
-}
-
-/* ---- the copy bandwidth ---- */
-
-static double measure_copy(bench *b)
-{
-    const size_t bytes = (size_t)1 << 30;
-    void *src = b->dev->ops->alloc(b->dev, bytes), *dst = b->dev->ops->alloc(b->dev, bytes);
-    void *m0 = b->dev->ops->mark_create(b->dev), *m1 = b->dev->ops->mark_create(b->dev);
-    double best = 0;
-    if (src && dst && m0 && m1 && b->dev->ops->memset(b->dev, src, 1, bytes) == 0) {
-        for (int i = 0; i < 6; i++) { /* the first warms up */
-            double s;
-            if (b->dev->ops->mark_record(b->dev, m0) || b->dev->ops->copy_d2d(b->dev, dst, src, bytes) ||
-                b->dev->ops->mark_record(b->dev, m1) ||
-                b->dev->ops->mark_elapsed(b->dev, m0, m1, &s))
-                break;
-            if (i > 0 && 2.0 * bytes / s > best)
-                best = 2.0 * bytes / s;
-        }
-    }
-    b->dev->ops->mark_destroy(b->dev, m0);
-    b->dev->ops->mark_destroy(b->dev, m1);
-    device_free(b, src);
-    device_free(b, dst);
-    return best / 1e9;
-}
-
-/* ---- timing ---- */
-
-typedef struct timed_call {
-    const orin_op_impl *impl;
-    orin_exec ex;
-    orin_attention_args *args; /* one per layer cache */
-    int n_args;
-    int next;
-} timed_call;
-
-static int call_next(timed_call *t)
-{
-    const orin_attention_args *a = &t->args[t->next];
-    t->next = (t->next + 1) % t->n_args;
-    return t->impl->run(&t->ex, a);
-}
-
-/* The median seconds of `runs` calls, each between two marks. */
-static int time_eager(bench *b, timed_call *t, int runs, double *seconds)
-{
-    void **marks = calloc((size_t)runs + 1, sizeof *marks);
-    double *each = calloc((size_t)runs, sizeof *each);
-    int rc = marks && each ? 0 : orin_error_set("out of memory");
-    for (int i = 0; rc == 0 && i <= runs; i++)
-        if (!(marks[i] = b->dev->ops->mark_create(b->dev)))
-            rc = -1;
-    /* back to back: call i runs between marks i and i + 1 */
-    for (int i = 0; rc == 0 && i < runs; i++) {
-        if (i == 0)
-            rc = b->dev->ops->mark_record(b->dev, marks[0]);
-        if (rc == 0)
-            rc = call_next(t);
-        if (rc == 0)
-            rc = b->dev->ops->mark_record(b->dev, marks[i + 1]);
-    }
-    for (int i = 0; rc == 0 && i < runs; i++)
-        rc = b->dev->ops->mark_elapsed(b->dev, marks[i], marks[i + 1], &each[i]);
-    if (rc == 0)
-        *seconds = median(each, runs);
-    for (int i = 0; marks && i <= runs; i++)
-        if (marks[i])
-            b->dev->ops->mark_destroy(b->dev, marks[i]);
-    free(marks);
-    free(each);
-    return rc;
-}
-
-static int queue_calls(void *ctx)
-{
-    timed_call *t = ctx;
-    for (int i = 0; i < t->n_args; i++)
-        if (call_next(t) != 0)
-            return -1;
-    return 0;
-}
-
-/* One graph of one call per layer cache, replayed: the median over 5 replays of
- * the seconds per call. */
-static int time_graph(bench *b, timed_call *t, double *seconds)
-{
-    void *graph = NULL, *m0 = NULL, *m1 = NULL;
-    double each[5];
-    t->next = 0;
-    int rc = b->dev->ops->graph_capture(b->dev, queue_calls, t, &graph);
-    if (rc == 0 && (!(m0 = b->dev->ops->mark_create(b->dev)) ||
-                    !(m1 = b->dev->ops->mark_create(b->dev))))
-        rc = -1;
-    if (rc == 0)
-        rc = b->dev->ops->graph_launch(b->dev, graph); /* warm-up */
-    for (int i = 0; rc == 0 && i < 5; i++) {
-        rc = b->dev->ops->mark_record(b->dev, m0);
-        if (rc == 0)
-            rc = b->dev->ops->graph_launch(b->dev, graph);
-        if (rc == 0)
-            rc = b->dev->ops->mark_record(b->dev, m1);
-        if (rc == 0)
-            rc = b->dev->ops->mark_elapsed(b->dev, m0, m1, &each[i]);
-        each[i] /= t->n_args;
-    }
-    if (rc == 0)
-        *seconds = median(each, 5);
-    if (m0)
-        b->dev->ops->mark_destroy(b->dev, m0);
-    if (m1)
-        b->dev->ops->mark_destroy(b->dev, m1);
-    if (graph)
-        b->dev->ops->graph_destroy(b->dev, graph);
-    return rc;
+    return bench_device_random(b, r->status, sizeof r->status, dt, n, offset);
 }
 
 /* ---- rows ---- */
-
-/* s as the inside of a JSON string (quotes, backslashes, control characters escaped). */
-static const char *json_text(const char *s, char *buf, size_t cap)
-{
-    size_t o = 0;
-    for (; *s && o + 7 < cap; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            o += (size_t)snprintf(buf + o, cap - o, "\\%c", c);
-        else if (c < 0x20)
-            o += (size_t)snprintf(buf + o, cap - o, "\\u%04x", c);
-        else
-            buf[o++] = (char)c;
-    }
-    buf[o] = '\0';
-    return buf;
-}
 
 static const char *config_name(const char *config)
 {
@@ -308,9 +82,9 @@ static void print_row(const bench *b, const row *r)
         printf("{\"engine\": \"orin\", \"op\": \"%s\", \"provider\": \"%s\", \"config\": \"%s\", "
                "\"dtype\": \"%s\", \"%s\": %d, \"heads\": %d, \"kv_heads\": %d, "
                "\"head_dim\": %d, \"status\": \"%s\", \"copy_gbs\": %.1f",
-               r->op, r->provider, json_text(config_name(r->config), config, sizeof config),
+               r->op, r->provider, bench_json_text(config_name(r->config), config, sizeof config),
                orin_dtype_name(r->dt), decode ? "kv_len" : "seq", r->len, HEADS, KV_HEADS,
-               HEAD_DIM, json_text(r->status, status, sizeof status), b->copy_gbs);
+               HEAD_DIM, bench_json_text(r->status, status, sizeof status), b->copy_gbs);
         if (ok && decode) {
             printf(", \"us\": %.3f, \"kv_bytes\": %.0f, \"gbs\": %.1f, \"frac\": %.4f", r->seconds * 1e6,
                    kv, kv / r->seconds / 1e9, kv / r->seconds / 1e9 / b->copy_gbs);
@@ -371,7 +145,7 @@ static void *alloc_workspace(bench *b, row *r, const orin_op_impl *impl,
     if (!*ws_bytes)
         return NULL;
     void *ws = NULL;
-    const size_t fr = free_bytes(b), headroom = (size_t)512 << 20;
+    const size_t fr = bench_free_bytes(b), headroom = (size_t)512 << 20;
     if (fr > headroom && *ws_bytes < fr - headroom)
         ws = b->dev->ops->alloc(b->dev, *ws_bytes);
     if (!ws) {
@@ -430,25 +204,26 @@ static void run_prefill(bench *b, const char *provider, const char *config, orin
     a.positions.data = pos;
     a.cache.k = k;
     a.cache.v = v;
-    timed_call t = {.impl = impl, .ex = {.device = b->dev, .workspace = ws,
-                                         .workspace_size = ws_bytes},
-                    .args = &a, .n_args = 1};
+    bench_calls t = {.impl = impl, .ex = {.device = b->dev, .workspace = ws,
+                                          .workspace_size = ws_bytes},
+                     .args = &a, .args_size = sizeof a, .n_args = 1};
     double s = 0;
-    int rc = call_next(&t) || call_next(&t) || b->dev->ops->synchronize(b->dev); /* warm-up */
+    int rc = bench_call_next(&t) || bench_call_next(&t) ||
+             b->dev->ops->synchronize(b->dev); /* warm-up */
     if (rc == 0)
-        rc = time_eager(b, &t, b->runs, &s);
+        rc = bench_time_eager(b, &t, b->runs, &s);
     if (rc)
         snprintf(r.status, sizeof r.status, "failed: %s", orin_error());
     r.seconds = s;
 done:
     print_row(b, &r);
     unsetenv("ORIN_FA2_PREFILL_CONFIG");
-    device_free(b, q);
-    device_free(b, out);
-    device_free(b, k);
-    device_free(b, v);
-    device_free(b, pos);
-    device_free(b, ws);
+    bench_device_free(b, q);
+    bench_device_free(b, out);
+    bench_device_free(b, k);
+    bench_device_free(b, v);
+    bench_device_free(b, pos);
+    bench_device_free(b, ws);
     free(host_pos);
 }
 
@@ -500,15 +275,15 @@ static void run_decode(bench *b, const char *provider, const char *config, orin_
             args[i].cache.k = caches[2 * i];
             args[i].cache.v = caches[2 * i + 1];
         }
-        timed_call t = {.impl = impl, .ex = {.device = b->dev, .workspace = ws,
-                                             .workspace_size = ws_bytes},
-                        .args = args, .n_args = layers};
+        bench_calls t = {.impl = impl, .ex = {.device = b->dev, .workspace = ws,
+                                              .workspace_size = ws_bytes},
+                         .args = args, .args_size = sizeof *args, .n_args = layers};
         double s = 0, gs = 0;
-        int rc = queue_calls(&t) || b->dev->ops->synchronize(b->dev); /* warm-up: every layer */
+        int rc = bench_call_all(&t) || b->dev->ops->synchronize(b->dev); /* warm-up: every layer */
         if (rc == 0)
-            rc = time_eager(b, &t, b->runs > layers ? b->runs : layers, &s);
+            rc = bench_time_eager(b, &t, b->runs > layers ? b->runs : layers, &s);
         if (rc == 0 && (impl->flags & ORIN_OP_GRAPH_SAFE) && b->dev->ops->graph_capture &&
-            time_graph(b, &t, &gs) != 0) {
+            bench_time_graph(b, &t, &gs) != 0) {
             fprintf(stderr, "attention_bench: decode %s %s %d: graph: %s\n", provider,
                     orin_dtype_name(dt), L, orin_error());
             gs = 0;
@@ -522,11 +297,11 @@ done:
     print_row(b, &r);
     unsetenv("ORIN_FA2_DECODE_CONFIG");
     for (int i = 0; caches && i < 2 * layers; i++)
-        device_free(b, caches[i]);
-    device_free(b, q);
-    device_free(b, out);
-    device_free(b, pos);
-    device_free(b, ws);
+        bench_device_free(b, caches[i]);
+    bench_device_free(b, q);
+    bench_device_free(b, out);
+    bench_device_free(b, pos);
+    bench_device_free(b, ws);
     free(caches);
     free(args);
 }
@@ -574,45 +349,20 @@ int main(int argc, char **argv)
     }
     if (b.runs < 20)
         b.runs = 20; /* the median of at least 20 */
-    list providers, dtypes, prefill_cfgs, decode_cfgs;
-    split_list(&providers, providers_text);
-    split_list(&dtypes, dtypes_text);
-    split_list(&prefill_cfgs, prefill_cfg_text);
-    split_list(&decode_cfgs, decode_cfg_text);
+    bench_list providers, dtypes, prefill_cfgs, decode_cfgs;
+    bench_split_list(&providers, providers_text);
+    bench_split_list(&dtypes, dtypes_text);
+    bench_split_list(&prefill_cfgs, prefill_cfg_text);
+    bench_split_list(&decode_cfgs, decode_cfg_text);
     const bool do_prefill = strcmp(mode, "decode") != 0, do_decode = strcmp(mode, "prefill") != 0;
-
-    if (!orin_cuda_available()) {
-        fprintf(stderr, "attention_bench: no CUDA device\n");
-        return 77;
-    }
-    b.dev = orin_device_open("cuda");
-    b.reg = orin_registry_create();
-    orin_plugin_set *set = orin_plugin_set_create();
-    if (!b.dev || !b.reg || !set || orin_plugin_load_dir(set, b.reg, plugins)) {
-        fprintf(stderr, "attention_bench: %s\n", orin_error());
-        return 2;
-    }
-    if (!b.dev->ops->mark_create || !b.dev->ops->upload) {
-        fprintf(stderr, "attention_bench: the cuda device has no marks or upload\n");
-        return 2;
-    }
-    int l2 = 0;
-    if (cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, b.dev->index) != cudaSuccess || l2 <= 0)
-        l2 = 64 << 20;
-    b.l2_bytes = (size_t)l2;
-    b.noise_n = (size_t)1 << 25; /* 32 Mi floats; tensors upload from offsets into it */
-    b.noise = malloc(b.noise_n * sizeof *b.noise);
-    if (!b.noise) {
-        fprintf(stderr, "attention_bench: out of memory\n");
-        return 2;
-    }
-    fill_noise(b.noise, b.noise_n, 0x5eed);
-    b.copy_gbs = measure_copy(&b);
+    const int opened = bench_open(&b, "attention_bench", plugins);
+    if (opened != 0)
+        return opened;
 
     char name[160];
     if (b.json)
         printf("{\"engine\": \"orin\", \"op\": \"copy\", \"device\": \"%s\", \"copy_gbs\": %.1f, "
-               "\"peak_gbs\": %.1f, \"l2_bytes\": %zu}\n", json_text(b.dev->name, name, sizeof name),
+               "\"peak_gbs\": %.1f, \"l2_bytes\": %zu}\n", bench_json_text(b.dev->name, name, sizeof name),
                b.copy_gbs, b.dev->mem_bandwidth_gbs, b.l2_bytes);
     else
         printf("%s: copy %.1f GB/s (read + written; datasheet %.1f GB/s), L2 %.0f MiB; "
@@ -622,11 +372,11 @@ int main(int argc, char **argv)
     static const char *const all_providers[] = {"mha", "fa1", "fa2"};
     static const orin_dtype all_dtypes[] = {ORIN_F16, ORIN_BF16};
     for (int d = 0; d < 2; d++) {
-        if (!listed(&dtypes, orin_dtype_name(all_dtypes[d])))
+        if (!bench_listed(&dtypes, orin_dtype_name(all_dtypes[d])))
             continue;
         for (int p = 0; p < 3; p++) {
             const char *provider = all_providers[p];
-            if (!listed(&providers, provider))
+            if (!bench_listed(&providers, provider))
                 continue;
             const bool fa2 = strcmp(provider, "fa2") == 0;
             for (int c = 0; do_prefill && c < (fa2 ? prefill_cfgs.n : 1); c++)
@@ -639,9 +389,6 @@ int main(int argc, char **argv)
                                decode_lens[i]);
         }
     }
-    free(b.noise);
-    orin_registry_destroy(b.reg);
-    orin_plugin_set_destroy(set);
-    orin_device_close(b.dev);
+    bench_close(&b);
     return 0;
 }
