@@ -359,15 +359,10 @@ int main(int argc, char **argv)
     if (opened != 0)
         return opened;
 
-    char name[160];
-    if (b.json)
-        printf("{\"engine\": \"orin\", \"op\": \"copy\", \"device\": \"%s\", \"copy_gbs\": %.1f, "
-               "\"peak_gbs\": %.1f, \"l2_bytes\": %zu}\n", bench_json_text(b.dev->name, name, sizeof name),
-               b.copy_gbs, b.dev->mem_bandwidth_gbs, b.l2_bytes);
-    else
-        printf("%s: copy %.1f GB/s (read + written; datasheet %.1f GB/s), L2 %.0f MiB; "
-               "Qwen3-8B attention: %d/%d heads, head_dim %d\n", b.dev->name, b.copy_gbs,
-               b.dev->mem_bandwidth_gbs, b.l2_bytes / 1048576.0, HEADS, KV_HEADS, HEAD_DIM);
+    char what[96];
+    snprintf(what, sizeof what, "Qwen3-8B attention: %d/%d heads, head_dim %d", HEADS, KV_HEADS,
+             HEAD_DIM);
+    bench_print_copy(&b, what);
 
     static const char *const all_providers[] = {"mha", "fa1", "fa2"};
     static const orin_dtype all_dtypes[] = {ORIN_F16, ORIN_BF16};

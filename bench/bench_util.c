@@ -251,3 +251,17 @@ const char *bench_json_text(const char *s, char *buf, size_t cap)
     buf[o] = '\0';
     return buf;
 }
+
+void bench_print_copy(const bench *b, const char *what)
+{
+    char name[160];
+    if (b->json)
+        printf("{\"engine\": \"orin\", \"op\": \"copy\", \"device\": \"%s\", \"copy_gbs\": %.1f, "
+               "\"peak_gbs\": %.1f, \"l2_bytes\": %zu}\n",
+               bench_json_text(b->dev->name, name, sizeof name), b->copy_gbs,
+               b->dev->mem_bandwidth_gbs, b->l2_bytes);
+    else
+        printf("%s: copy %.1f GB/s (read + written; datasheet %.1f GB/s), L2 %.0f MiB; %s\n",
+               b->dev->name, b->copy_gbs, b->dev->mem_bandwidth_gbs, b->l2_bytes / 1048576.0,
+               what);
+}

@@ -71,6 +71,10 @@ int bench_time_eager(bench *b, bench_calls *t, int runs, double *seconds);
  * seconds per call. */
 int bench_time_graph(bench *b, bench_calls *t, double *seconds);
 
+/* The device and its copy bandwidth: a JSON line (--json), else a line ending
+ * in `what`. */
+void bench_print_copy(const bench *b, const char *what);
+
 /* s as the inside of a JSON string. */
 const char *bench_json_text(const char *s, char *buf, size_t cap);
 

@@ -373,14 +373,7 @@ int main(int argc, char **argv)
     const int opened = bench_open(&b, "matmul_bench", plugins);
     if (opened != 0)
         return opened;
-    char name[160];
-    if (b.json)
-        printf("{\"engine\": \"orin\", \"op\": \"copy\", \"device\": \"%s\", \"copy_gbs\": %.1f, "
-               "\"l2_bytes\": %zu}\n", bench_json_text(b.dev->name, name, sizeof name),
-               b.copy_gbs, b.l2_bytes);
-    else
-        printf("%s: copy %.1f GB/s (read + written), L2 %.0f MiB; Qwen3-8B's decode products, "
-               "one row of x\n", b.dev->name, b.copy_gbs, b.l2_bytes / 1048576.0);
+    bench_print_copy(&b, "Qwen3-8B's decode products, one row of x");
     static const orin_dtype all_dtypes[] = {ORIN_F16, ORIN_BF16};
     for (int d = 0; d < 2; d++) {
         if (!bench_listed(&dtypes, orin_dtype_name(all_dtypes[d])))
