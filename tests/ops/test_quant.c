@@ -5,9 +5,10 @@
  * orin_awq_shift), outputs poisoned with NaN first. Sizes cross the CPU's
  * tiles (64 outputs, 256 rows of x) and their tails, with group sizes from 4
  * to the whole width; f32, f16 and bf16 activations, with and without a bias;
- * bad calls are errors naming the tensor. On cuda each case runs twice (the
- * AWQ decode's split-K counters must be left ready for the next call) and
- * real layer widths are added.
+ * bad calls are errors naming the tensor. On cuda the weights go through the
+ * matmul's prepare first (as the model loads them), each case runs twice
+ * (the second call on what the first left: workspace, weights), real layer
+ * widths are added, and so are the fused matmul.qkv.* and matmul.swiglu.*.
  *
  * On cuda the suite skips (77) while no plugin registers the ops there. */
 #include "ops_test.h"
