@@ -1021,7 +1021,8 @@ static void add_matmul(orin_model *m, graph_builder *b, orin_tensor x, const qwe
         return;
     }
     orin_matmul_quant_args a = {.x = x, .w = L->q, .bias = L->bias, .y = y};
-    ADD_NODE(b, m->op.matmul_quant[L->fmt], a, what, 6, &a.x, &a.w.qweight, &a.w.zeros, &a.w.scales, &a.bias, &a.y);
+    ADD_NODE(b, m->op.matmul_quant[L->fmt], a, what, 6, &a.x, &a.w.qweight, &a.w.zeros,
+             &a.w.scales, &a.bias, &a.y);
 }
 
 static void add_rmsnorm(orin_model *m, graph_builder *b, orin_tensor x, const orin_tensor *w,

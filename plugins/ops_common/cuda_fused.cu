@@ -39,10 +39,18 @@ enum gemv_mode { GEMV_PLAIN, GEMV_SWIGLU };
 
 // seg's fields at a segment index known only at run time, without indexing
 // the parameter space (which copies it to local memory).
-#define SEG_PICK(seg, field, s) ((s) == 0 ? (seg).field[0] : (s) == 1 ? (seg).field[1] : (seg).field[2])
+// (With that copy, 96 bytes a thread, a Qwen3-8B f16 step measured 5.7 ms on
+// an H200; without it 4.87, in another run: bench/notes/decode.md.)
+#define SEG_PICK(seg, field, s)                                                     \
+    ((s) == 0 ? (seg).field[0] : (s) == 1 ? (seg).field[1] : (seg).field[2])
 __device__ __forceinline__ int begin_of(const gemv_segments &seg, int s)
 {
     return s == 0 ? 0 : s == 1 ? seg.begin[1] : seg.begin[2];
+}
+// begin[count]: the rows of every segment.
+__device__ __forceinline__ int total_rows(const gemv_segments &seg)
+{
+    return seg.count == 1 ? seg.begin[1] : seg.count == 2 ? seg.begin[2] : seg.begin[3];
 }
 // The segment global row g is in.
 __device__ __forceinline__ int segment_of(const gemv_segments &seg, int g)
@@ -143,13 +151,14 @@ __device__ __forceinline__ void gemv_rows(const T *const (&w)[ROWS], const T *__
 // y = W x (+ bias) over the segments' rows, one x row.
 // Launch: grid ceil(total rows / R), 256 threads; block b owns rows bR..bR+R-1
 // (each row finds its segment). Per thread R * GEMV_UNROLL 16-byte weight loads
-// in flight; bound by the weight bytes (R is chosen so that the grid holds >= 4
-// blocks per SM, enough loads in flight to cover the memory latency).
+// in flight; bound by the weight bytes (R is chosen so that the grid holds >= 3
+// blocks per SM: 8 rows, 2 blocks an SM resident at 113 registers, else 4 rows,
+// enough loads in flight to cover the memory latency).
 template <typename T, int R, bool VEC>
 __global__ void __launch_bounds__(GEMV_THREADS, R >= 8 ? 2 : 1)
     gemv_kernel(gemv_segments seg, const T *__restrict__ x, int in)
 {
-    const int total = seg.count == 1 ? seg.begin[1] : seg.count == 2 ? seg.begin[2] : seg.begin[3];
+    const int total = total_rows(seg);
     const int row0 = blockIdx.x * R;
     const T *w[R];
 #pragma unroll
