@@ -6,11 +6,14 @@
 // 16-byte load is its share of mma.sync's A operand for a strip of 16 outputs:
 //  - one row of x (a decode step) is bound by reading the weights once, so the
 //    GEMV streams them in whole 512-byte warp loads, turns each nibble or byte
-//    into an exact f16/bf16 integer in ~1.5 instructions (a byte permute or a
-//    mask into a float's mantissa, less the zero) and lets the tensor cores do
-//    the multiply-adds with f32 accumulators, x being the B operand. The
-//    CUDA-core GEMVs this replaced spent ~3 instructions a weight on the
-//    arithmetic and were issue-bound at 42 % of the bandwidth (bench/notes/quant.md).
+//    into an exact f16/bf16 integer (AWQ: a mask into a float's mantissa and
+//    one subtraction or FMA a pair, ~9 instructions for a lane's 8 weights of
+//    a k-tile; int8: a byte permute and a subtraction a pair) and lets the
+//    tensor cores do the multiply-adds with f32 accumulators, x being the B
+//    operand. The CUDA-core GEMVs this replaced spent ~3 instructions a weight
+//    on the arithmetic and were issue-bound at 42 % of the bandwidth
+//    (bench/notes/quant.md). The fused matmul.qkv.* and matmul.swiglu.* run
+//    the same GEMV over two or three matrices in one launch.
 //  - more rows (prefill) are bound by the tensor cores: a slice of outputs at a
 //    time is dequantized into the workspace in the compute dtype and multiplied
 //    by cuBLASLt (cuda_lt_gemm). That moves the slice's bytes through L2 once
