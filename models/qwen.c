@@ -856,42 +856,60 @@ static int alloc_buffers(orin_model *m, int32_t rows)
 
 /* ---- the memory plan ------------------------------------------------------------ */
 
+/* The workspace impl asks for calls shaped like args (0: none, or no impl). */
+static size_t workspace_of(const orin_op_impl *impl, const void *args)
+{
+    return impl && impl->workspace_size ? impl->workspace_size(args) : 0;
+}
+
 /* The largest workspace the bound ops ask for: attention over `rows` query rows
- * and `kv_len` cache positions, and the matmul over `rows` rows. */
+ * and `kv_len` cache positions, the matmuls over `rows` rows (the quantized
+ * ones probed with the widest layer shapes), and the fused gate/up, whose
+ * prefill keeps the up projection [rows, f] in the workspace too. */
 static double workspace_planned(const orin_model *m, int32_t rows, int32_t kv_len)
 {
     const orin_model_config *c = &m->cfg;
-    orin_attention_args prefill = attention_probe(m, rows, kv_len);
-    orin_attention_args decode = attention_probe(m, 1, kv_len);
+    const orin_dtype dt = m->dtype;
+    const orin_device_kind dev = m->dev->kind;
+    const orin_attention_args prefill = attention_probe(m, rows, kv_len);
+    const orin_attention_args decode = attention_probe(m, 1, kv_len);
     const int64_t xd[2] = {rows, c->hidden_size}, wd[2] = {c->vocab_size, c->hidden_size};
     const int64_t yd[2] = {rows, c->vocab_size};
-    orin_matmul_args mm = {
-        .x = orin_tensor_make(NULL, m->dtype, m->dev->kind, 2, xd),
-        .w = orin_tensor_make(NULL, m->dtype, m->dev->kind, 2, wd),
-        .y = orin_tensor_make(NULL, m->dtype, m->dev->kind, 2, yd),
+    const orin_matmul_args mm = {
+        .x = orin_tensor_make(NULL, dt, dev, 2, xd),
+        .w = orin_tensor_make(NULL, dt, dev, 2, wd),
+        .y = orin_tensor_make(NULL, dt, dev, 2, yd),
     };
-    size_t need = 0, got;
-    if (m->op.attn_prefill->workspace_size &&
-        (got = m->op.attn_prefill->workspace_size(&prefill)) > need)
-        need = got;
-    if (m->op.attn_decode->workspace_size &&
-        (got = m->op.attn_decode->workspace_size(&decode)) > need)
-        need = got;
-    if (m->op.matmul->workspace_size && (got = m->op.matmul->workspace_size(&mm)) > need)
-        need = got;
-    /* the quantized matmuls, probed with the widest layer shapes */
     const int64_t in = c->intermediate_size > c->hidden_size ? c->intermediate_size
                                                               : c->hidden_size;
     const int64_t qi[2] = {rows, in}, qo[2] = {rows, c->vocab_size > in ? c->vocab_size : in};
-    orin_matmul_quant_args qm = {
-        .x = orin_tensor_make(NULL, m->dtype, m->dev->kind, 2, qi),
-        .y = orin_tensor_make(NULL, m->dtype, m->dev->kind, 2, qo),
+    const orin_matmul_quant_args qm = {
+        .x = orin_tensor_make(NULL, dt, dev, 2, qi),
+        .y = orin_tensor_make(NULL, dt, dev, 2, qo),
     };
+    const int64_t gw[2] = {c->intermediate_size, c->hidden_size};
+    const int64_t fd[2] = {rows, c->intermediate_size};
+    const orin_matmul_swiglu_args sw = {
+        .x = mm.x,
+        .w_gate = orin_tensor_make(NULL, dt, dev, 2, gw),
+        .w_up = orin_tensor_make(NULL, dt, dev, 2, gw),
+        .out = orin_tensor_make(NULL, dt, dev, 2, fd),
+    };
+    const orin_matmul_swiglu_quant_args qsw = {.x = mm.x, .out = sw.out};
+    size_t sizes[8] = {
+        workspace_of(m->op.attn_prefill, &prefill),
+        workspace_of(m->op.attn_decode, &decode),
+        workspace_of(m->op.matmul, &mm),
+        workspace_of(m->op.matmul_swiglu, &sw),
+    };
+    int n = 4;
     for (int f = ORIN_WEIGHT_AWQ4; f <= ORIN_WEIGHT_INT8; f++) {
-        const orin_op_impl *q = m->op.matmul_quant[f];
-        if (q && q->workspace_size && (got = q->workspace_size(&qm)) > need)
-            need = got;
+        sizes[n++] = workspace_of(m->op.matmul_quant[f], &qm);
+        sizes[n++] = workspace_of(m->op.matmul_swiglu_quant[f], &qsw);
     }
+    size_t need = 0;
+    for (int i = 0; i < n; i++)
+        need = sizes[i] > need ? sizes[i] : need;
     return (double)need;
 }
 
