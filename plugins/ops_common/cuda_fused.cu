@@ -35,8 +35,6 @@ struct gemv_segments {
     int count;
 };
 
-enum gemv_mode { GEMV_PLAIN, GEMV_SWIGLU };
-
 // seg's fields at a segment index known only at run time, without indexing
 // the parameter space (which copies it to local memory).
 // (With that copy, 96 bytes a thread, a Qwen3-8B f16 step measured 5.7 ms on

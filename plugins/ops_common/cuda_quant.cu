@@ -965,8 +965,8 @@ struct qmma_part {
 // Whether the parts can run as one GEMV on tiles: one row of x 16-byte
 // aligned, every weight in tiles with one group size, a block's shared memory
 // within QMMA_SMEM_MAX.
-static bool tiles_gemv_fits(const orin_exec *ex, const quant_call *c, const qmma_part *parts,
-                            int count, qmma_mode mode, const void *x)
+static bool tiles_gemv_fits(const quant_call *c, const qmma_part *parts, int count,
+                            qmma_mode mode, const void *x)
 {
     if (c->n != 1 || !orin_cu_aligned16(x))
         return false;
@@ -1056,7 +1056,7 @@ static int run_matmul_quant(const orin_exec *ex, const orin_matmul_quant_args *a
     if (check_dtype_and_dims(c) || check_layout(ex, c, &a->w, c->out))
         return -1;
     const qmma_part part = {&a->w, &a->bias, &a->y};
-    if (tiles_gemv_fits(ex, c, &part, 1, QMMA_SEGMENTS, a->x.data))
+    if (tiles_gemv_fits(c, &part, 1, QMMA_SEGMENTS, a->x.data))
         return tiles_gemv(ex, c, &part, 1, QMMA_SEGMENTS, a->x.data);
     return quant_sliced(ex, a, c);
 }
@@ -1114,7 +1114,7 @@ static int matmul_qkv_quant(const orin_exec *ex, const orin_matmul_qkv_quant_arg
             return -1;
         parts[i] = (qmma_part){&a->w[i], &a->bias[i], &a->y[i]};
     }
-    if (tiles_gemv_fits(ex, &c[0], parts, 3, QMMA_SEGMENTS, a->x.data))
+    if (tiles_gemv_fits(&c[0], parts, 3, QMMA_SEGMENTS, a->x.data))
         return tiles_gemv(ex, &c[0], parts, 3, QMMA_SEGMENTS, a->x.data);
     for (int i = 0; i < 3; i++) {
         const orin_matmul_quant_args m = {.x = a->x, .w = a->w[i], .bias = a->bias[i],
@@ -1152,7 +1152,7 @@ static int matmul_swiglu_quant(const orin_exec *ex, const orin_matmul_swiglu_qua
         return -1;
     const orin_tensor none = {};
     const qmma_part parts[2] = {{&a->w_gate, &none, &a->out}, {&a->w_up, &none, &a->out}};
-    if (tiles_gemv_fits(ex, &c, parts, 2, QMMA_SWIGLU, a->x.data))
+    if (tiles_gemv_fits(&c, parts, 2, QMMA_SWIGLU, a->x.data))
         return tiles_gemv(ex, &c, parts, 2, QMMA_SWIGLU, a->x.data);
     // gate into out, up into the workspace, then the SwiGLU
     const size_t up_bytes = swiglu_quant_up_bytes(a);
