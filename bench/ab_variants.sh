@@ -8,8 +8,9 @@
 #   bash bench/ab_variants.sh BUILD_DIR VARIANT... -- BENCH_COMMAND...
 #
 # VARIANT is NAME=CUDA_FLAGS ("awq16=-DQMMA_BATCH_TILES_AWQ=16"), or
-# NAME=@FILE:PATH (this tree with PATH replaced by FILE, e.g. the version at
-# HEAD: "old=@/tmp/cuda_quant.cu:plugins/ops_common/cuda_quant.cu"). "base" is
+# NAME=@FILE:PATH (this working tree, its untracked files too, with PATH
+# replaced by FILE, e.g. the version at HEAD:
+# "old=@/tmp/cuda_quant.cu:plugins/ops_common/cuda_quant.cu"). "base" is
 # always run first: BUILD_DIR's own plugins. BENCH_COMMAND runs once per
 # variant and repeat with {PLUGINS} replaced by the variant's plugin folder:
 #
@@ -53,7 +54,7 @@ build_variant() {
     file=${file%%:*}
     src="$work/$name/src"
     mkdir -p "$src"
-    git ls-files -z | xargs -0 cp --parents -t "$src"
+    git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$src"
     cp "$file" "$src/$path" || return 1
   else
     flags=$spec

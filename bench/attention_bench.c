@@ -21,13 +21,17 @@
  * usage: attention_bench [--json] [--mode prefill|decode|all] [--providers mha,fa1,fa2]
  *                        [--dtypes f16,bf16] [--runs N] [--plugins DIR]
  *                        [--fa2-configs A,B] [--fa2-prefill-configs A,B]
- *                        [--fa2-decode-configs A,B]
+ *                        [--fa2-decode-configs A,B] [--kv-layout position|head]
  * --fa2-configs sets both lists: each value runs fa2 once with
  * ORIN_FA2_PREFILL_CONFIG (prefill rows) or ORIN_FA2_DECODE_CONFIG (decode rows)
  * set to it, as its own row ("default": the variable unset). The prefill
  * kernels read their variable once per process: give one prefill config per
  * run (bench/attention.sh runs a process per config). A row that cannot
  * run says why (skipped (workspace), failed: ...) and the others go on.
+ * --kv-layout: the cache's layout, "position" ([position][kv head][hd], the
+ * engine's, default) or "head" ([kv head][position][hd]: each head's rows
+ * contiguous, as torch's [B, H, L, D]); the kernels take either through the
+ * cache view's strides.
  * Prints a table; with --json one JSON line per row instead. Exit 77 without a
  * GPU. */
 #define _POSIX_C_SOURCE 200809L
@@ -49,6 +53,17 @@
 enum { HEADS = 32, KV_HEADS = 8, HEAD_DIM = 128 };
 
 static const int prefill_lens[] = {512, 2048, 8192, 16384};
+static bool kv_head_major; /* --kv-layout head */
+
+/* The cache view of `capacity` positions in the --kv-layout. */
+static orin_kv_view kv_view(orin_dtype dt, int capacity)
+{
+    return (orin_kv_view){
+        .dtype = dt, .n_kv_heads = KV_HEADS, .head_dim = HEAD_DIM, .capacity = capacity,
+        .pos_stride = kv_head_major ? HEAD_DIM : KV_HEADS * HEAD_DIM,
+        .head_stride = kv_head_major ? (int64_t)capacity * HEAD_DIM : HEAD_DIM,
+    };
+}
 static const int decode_lens[] = {1024, 8192, 32768};
 
 /* One result row: what it measured, or why not (status). */
@@ -176,8 +191,7 @@ static void run_prefill(bench *b, const char *provider, const char *config, orin
         .q = orin_tensor_make(NULL, dt, ORIN_DEVICE_CUDA, 3, qdims),
         .out = orin_tensor_make(NULL, dt, ORIN_DEVICE_CUDA, 3, qdims),
         .positions = orin_tensor_make(NULL, ORIN_I32, ORIN_DEVICE_CUDA, 1, pdims),
-        .cache = {.dtype = dt, .n_kv_heads = KV_HEADS, .head_dim = HEAD_DIM,
-                  .pos_stride = KV_HEADS * HEAD_DIM, .head_stride = HEAD_DIM, .capacity = S},
+        .cache = kv_view(dt, S),
         .scale = (float)(1.0 / sqrt((double)HEAD_DIM)),
         .max_kv_len = S,
     };
@@ -243,8 +257,7 @@ static void run_decode(bench *b, const char *provider, const char *config, orin_
         .q = orin_tensor_make(NULL, dt, ORIN_DEVICE_CUDA, 3, qdims),
         .out = orin_tensor_make(NULL, dt, ORIN_DEVICE_CUDA, 3, qdims),
         .positions = orin_tensor_make(NULL, ORIN_I32, ORIN_DEVICE_CUDA, 1, pdims),
-        .cache = {.dtype = dt, .n_kv_heads = KV_HEADS, .head_dim = HEAD_DIM,
-                  .pos_stride = KV_HEADS * HEAD_DIM, .head_stride = HEAD_DIM, .capacity = L},
+        .cache = kv_view(dt, L),
         .scale = (float)(1.0 / sqrt((double)HEAD_DIM)),
         .max_kv_len = L,
     };
@@ -310,7 +323,8 @@ static int usage(const char *prog)
 {
     fprintf(stderr, "usage: %s [--json] [--mode prefill|decode|all] [--providers mha,fa1,fa2] "
                     "[--dtypes f16,bf16] [--runs N] [--plugins DIR] [--fa2-configs A,B] "
-                    "[--fa2-prefill-configs A,B] [--fa2-decode-configs A,B]\n", prog);
+                    "[--fa2-prefill-configs A,B] [--fa2-decode-configs A,B] "
+                    "[--kv-layout position|head]\n", prog);
     return 1;
 }
 
@@ -343,6 +357,9 @@ int main(int argc, char **argv)
             snprintf(prefill_cfg_text, sizeof prefill_cfg_text, "%s", val), i++;
         } else if (strcmp(arg, "--fa2-decode-configs") == 0) {
             snprintf(decode_cfg_text, sizeof decode_cfg_text, "%s", val), i++;
+        } else if (strcmp(arg, "--kv-layout") == 0 &&
+                   (strcmp(val, "position") == 0 || strcmp(val, "head") == 0)) {
+            kv_head_major = strcmp(val, "head") == 0, i++;
         } else {
             return usage(argv[0]);
         }
@@ -360,8 +377,8 @@ int main(int argc, char **argv)
         return opened;
 
     char what[96];
-    snprintf(what, sizeof what, "Qwen3-8B attention: %d/%d heads, head_dim %d", HEADS, KV_HEADS,
-             HEAD_DIM);
+    snprintf(what, sizeof what, "Qwen3-8B attention: %d/%d heads, head_dim %d, cache %s-major",
+             HEADS, KV_HEADS, HEAD_DIM, kv_head_major ? "head" : "position");
     bench_print_copy(&b, what);
 
     static const char *const all_providers[] = {"mha", "fa1", "fa2"};

@@ -61,6 +61,7 @@
 #include "orin/error.h"
 #include "orin/op_check.h"
 
+#include <cooperative_groups.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -68,6 +69,8 @@
 #include <type_traits>
 
 #define FA2D_LABEL "attention.decode (fa2)"
+
+namespace cg = cooperative_groups;
 
 enum {
     FA2D_WARPS = 4,
@@ -78,6 +81,9 @@ enum {
     FA2D_SIMT_ROWS = 4,    // at most, in the simt kernel (registers: q and acc are R x 8 f32)
     FA2D_SLABS = 8,        // streams that can run the fused variant
     FA2D_SLAB_COUNTERS = 1024,
+    FA2D_CLUSTER_WARPS = 16,   // warps a block of the cluster kernel
+    FA2D_CLUSTER_THREADS = FA2D_CLUSTER_WARPS * 32,
+    FA2D_CLUSTER_SHORT = 8192, // max_kv_len up to which the cluster kernel runs even on part of the SMs
 };
 
 // The fused variant's arrival counters: [slab][kv head * row chunks + chunk].
@@ -522,6 +528,65 @@ __device__ __forceinline__ void fa2d_mma_step(const orin_kv_view &cache, int kvh
     }
 }
 
+// The warp's share of positions [begin, end) of kv head kvh for query rows
+// head0 .. head0 + rows - 1 (zero rows pad them to 8): steps of 16 positions,
+// the W warps of the block interleaved. st starts fresh; an empty share leaves
+// m = -inf, l = 0, O = 0. Ends with l summed over the lanes that share a row.
+template <typename T, int HD, int W>
+__device__ __forceinline__ void fa2d_mma_warp_range(const fa2d_params &P, int kvh, int head0,
+                                                    int rows, int64_t begin, int64_t end,
+                                                    fa2d_mma_state<HD> &st)
+{
+    constexpr int KJ = HD / 32, MT = HD / 16;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int i = 0; i < MT; i++)
+        st.o[i][0] = st.o[i][1] = st.o[i][2] = st.o[i][3] = 0.0f;
+    st.m0 = st.m1 = -INFINITY;
+    st.l0 = st.l1 = 0.0f;
+    int64_t base = begin + 16 * warp;
+    if (base < end) { // warp-uniform
+        uint4 qf[KJ];
+#pragma unroll
+        for (int j = 0; j < KJ; j++)
+            qf[j] = fa2d_q_chunk<T>(P, head0 + g, 4 * j + t, g < rows);
+        const orin_kv_view cache = P.cache;
+        for (; base + 16 <= end; base += 16 * W)
+            fa2d_mma_step<T, HD, false>(cache, kvh, base, end, qf, P.scale, st);
+        if (base < end) // warp-uniform
+            fa2d_mma_step<T, HD, true>(cache, kvh, base, end, qf, P.scale, st);
+    }
+    // l: this lane's positions only; sum over the 8 lanes g of each t.
+#pragma unroll
+    for (int off = 4; off < 32; off <<= 1) {
+        st.l0 += __shfl_xor_sync(0xffffffffu, st.l0, off);
+        st.l1 += __shfl_xor_sync(0xffffffffu, st.l1, off);
+    }
+}
+
+// The warp's (m, l, O) of the 8 rows into shared memory: o[8][HD], m[8], l[8].
+template <int HD>
+__device__ __forceinline__ void fa2d_mma_store_warp(const fa2d_mma_state<HD> &st,
+                                                    float (*o)[HD], float *m, float *l)
+{
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    if (g == 0) {
+        m[2 * t] = st.m0;
+        m[2 * t + 1] = st.m1;
+        l[2 * t] = st.l0;
+        l[2 * t + 1] = st.l1;
+    }
+#pragma unroll
+    for (int i = 0; i < HD / 16; i++) {
+        const int d = 8 * (g + 8 * (i / 4)) + 2 * (i % 4);
+        o[2 * t][d] = st.o[i][0];
+        o[2 * t + 1][d] = st.o[i][1];
+        o[2 * t][d + 1] = st.o[i][2];
+        o[2 * t + 1][d + 1] = st.o[i][3];
+    }
+}
+
 // Launch: grid (splits, Hkv * row chunks), 128 threads (4 warps), 20.5 KB static
 // shared memory (the warps' results, 4 x 8 x (hd + 2) floats, reused by the fused
 // combine for 8 x 512 split weights). A warp takes 16 positions
@@ -543,18 +608,16 @@ __device__ __forceinline__ void fa2d_mma_step(const orin_kv_view &cache, int kvh
 template <typename T, int HD>
 __global__ void __launch_bounds__(FA2D_THREADS, 4) fa2d_split_mma(const fa2d_params P)
 {
-    constexpr int KJ = HD / 32, MT = HD / 16, R = FA2D_MMA_ROWS;
+    constexpr int R = FA2D_MMA_ROWS;
     __shared__ fa2d_smem<R, HD> sm;
     orin_cu_allow_next(); // PDL (orin/cuda_util.cuh): q and the cache's newest row
     orin_cu_wait_prior(); // come from the kernel before
 
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int g = lane >> 2, t = lane & 3;
+    const int warp = threadIdx.x >> 5;
     const int split = blockIdx.x, unit = blockIdx.y;
     const int kvh = unit / P.row_chunks, chunk = unit % P.row_chunks;
     const int head0 = kvh * P.group + chunk * R;
     const int rows = min(R, P.group - chunk * R);
-    const orin_kv_view cache = P.cache;
 
     int64_t begin, end;
     fa2d_range(P, split, &begin, &end);
@@ -564,48 +627,120 @@ __global__ void __launch_bounds__(FA2D_THREADS, 4) fa2d_split_mma(const fa2d_par
             fa2d_finish_fused<T, R, HD>(P, sm, unit, head0, rows);
         return;
     }
-
-    uint4 qf[KJ];
-#pragma unroll
-    for (int j = 0; j < KJ; j++)
-        qf[j] = fa2d_q_chunk<T>(P, head0 + g, 4 * j + t, g < rows);
-
     fa2d_mma_state<HD> st;
-#pragma unroll
-    for (int i = 0; i < MT; i++)
-        st.o[i][0] = st.o[i][1] = st.o[i][2] = st.o[i][3] = 0.0f;
-    st.m0 = st.m1 = -INFINITY;
-    st.l0 = st.l1 = 0.0f;
-
-    int64_t base = begin + 16 * warp;
-    for (; base + 16 <= end; base += 16 * FA2D_WARPS)
-        fa2d_mma_step<T, HD, false>(cache, kvh, base, end, qf, P.scale, st);
-    if (base < end) // warp-uniform
-        fa2d_mma_step<T, HD, true>(cache, kvh, base, end, qf, P.scale, st);
-
-    // l: this lane's positions only; sum over the 8 lanes g of each t.
-#pragma unroll
-    for (int off = 4; off < 32; off <<= 1) {
-        st.l0 += __shfl_xor_sync(0xffffffffu, st.l0, off);
-        st.l1 += __shfl_xor_sync(0xffffffffu, st.l1, off);
-    }
-    if (g == 0) {
-        sm.merge.m[warp][2 * t] = st.m0;
-        sm.merge.m[warp][2 * t + 1] = st.m1;
-        sm.merge.l[warp][2 * t] = st.l0;
-        sm.merge.l[warp][2 * t + 1] = st.l1;
-    }
-#pragma unroll
-    for (int i = 0; i < MT; i++) {
-        const int d = 8 * (g + 8 * (i / 4)) + 2 * (i % 4);
-        sm.merge.o[warp][2 * t][d] = st.o[i][0];
-        sm.merge.o[warp][2 * t + 1][d] = st.o[i][1];
-        sm.merge.o[warp][2 * t][d + 1] = st.o[i][2];
-        sm.merge.o[warp][2 * t + 1][d + 1] = st.o[i][3];
-    }
+    fa2d_mma_warp_range<T, HD, FA2D_WARPS>(P, kvh, head0, rows, begin, end, st);
+    fa2d_mma_store_warp<HD>(st, sm.merge.o[warp], sm.merge.m[warp], sm.merge.l[warp]);
     fa2d_write_partial<R, HD, true>(P, sm, split, head0, rows);
     if (P.slab >= 0)
         fa2d_finish_fused<T, R, HD>(P, sm, unit, head0, rows);
+}
+
+// ---- the cluster kernel (sm_90: f16, bf16): one launch, no workspace ----
+
+// Per block: its warps' results, then the block's merged rows, which the
+// other blocks of the cluster read through distributed shared memory.
+template <int HD> struct fa2d_cluster_smem {
+    float o[FA2D_CLUSTER_WARPS][FA2D_MMA_ROWS][HD]; // each warp's O, unnormalised
+    float m[FA2D_CLUSTER_WARPS][FA2D_MMA_ROWS];
+    float l[FA2D_CLUSTER_WARPS][FA2D_MMA_ROWS];
+    float block_o[FA2D_MMA_ROWS][HD];                // the block's O relative to block_m
+    float block_m[FA2D_MMA_ROWS];
+    float block_l[FA2D_MMA_ROWS];
+};
+
+// Launch: grid (C, Hkv * row chunks) in clusters of C (8 to 16) blocks along
+// x, one cluster a (kv head, row chunk) unit; 512 threads
+// (16 warps), dynamic shared memory sizeof(fa2d_cluster_smem) (70.7 KB at hd
+// 128), one block an SM (128 registers). Block rank r takes piece r of the
+// p + 1 positions (fa2d_range with splits = C); its warps run the mma
+// kernel's steps (fa2d_mma_step), merge in shared memory, then, after a
+// cluster barrier, each block combines a 1/C share of the unit's rows x hd
+// outputs from all C blocks' merged rows over distributed shared memory
+// (mapa + ld.shared::cluster, ~200 cycles a round trip against ~1 us for the
+// split kernel's partials through global memory and a second launch), and a
+// second barrier keeps every block's shared memory alive until all have read it.
+// Bound: memory bandwidth at long contexts (16 warps an SM, as the split kernel
+// at 4 blocks an SM; Qwen3-8B on an H200: 8 clusters of 14, 112 of 132 SMs), the
+// latency of one launch at short ones.
+template <typename T, int HD, int C>
+__global__ void __launch_bounds__(FA2D_CLUSTER_THREADS, 1) fa2d_cluster_mma(const fa2d_params P)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    constexpr int W = FA2D_CLUSTER_WARPS, R = FA2D_MMA_ROWS;
+    extern __shared__ __align__(16) unsigned char fa2d_dynamic_smem[];
+    fa2d_cluster_smem<HD> &sm = *reinterpret_cast<fa2d_cluster_smem<HD> *>(fa2d_dynamic_smem);
+    orin_cu_allow_next(); // PDL, as in fa2d_split_mma
+    orin_cu_wait_prior();
+
+    cg::cluster_group cluster = cg::this_cluster();
+    const int warp = threadIdx.x >> 5;
+    const int rank = (int)cluster.block_rank(), unit = blockIdx.y;
+    const int kvh = unit / P.row_chunks, chunk = unit % P.row_chunks;
+    const int head0 = kvh * P.group + chunk * R;
+    const int rows = min(R, P.group - chunk * R);
+
+    int64_t begin, end;
+    fa2d_range(P, rank, &begin, &end);
+    fa2d_mma_state<HD> st;
+    fa2d_mma_warp_range<T, HD, W>(P, kvh, head0, rows, begin, end, st);
+    fa2d_mma_store_warp<HD>(st, sm.o[warp], sm.m[warp], sm.l[warp]);
+    __syncthreads();
+
+    // The block's rows from its warps (a warp without positions weighs 0).
+    for (int i = threadIdx.x; i < rows * HD; i += FA2D_CLUSTER_THREADS) {
+        const int r = i / HD, d = i % HD;
+        float M = -INFINITY;
+#pragma unroll
+        for (int w = 0; w < W; w++)
+            M = fmaxf(M, sm.m[w][r]);
+        float L = 0.0f, O = 0.0f;
+#pragma unroll
+        for (int w = 0; w < W; w++) {
+            const float mw = sm.m[w][r], e = mw == -INFINITY ? 0.0f : exp2f(mw - M);
+            L += e * sm.l[w][r];
+            O += e * sm.o[w][r][d];
+        }
+        sm.block_o[r][d] = O;
+        if (d == 0) {
+            sm.block_m[r] = M;
+            sm.block_l[r] = L;
+        }
+    }
+    cluster.sync(); // release this block's rows, acquire the others'
+
+    // This block's share of the unit's outputs, merged over the cluster. An
+    // invalid p left every piece empty: every weight is 0 and the row NaN.
+    const bool valid = fa2d_valid_position(P);
+    const int items = rows * HD, share = (items + C - 1) / C;
+    for (int i = threadIdx.x; i < share; i += FA2D_CLUSTER_THREADS) {
+        const int item = rank * share + i;
+        if (item >= items)
+            break;
+        const int r = item / HD, d = item % HD;
+        float mj[C], lj[C], oj[C];
+#pragma unroll
+        for (int j = 0; j < C; j++) { // all 3 C remote loads in flight
+            const fa2d_cluster_smem<HD> *other = cluster.map_shared_rank(&sm, (unsigned)j);
+            mj[j] = other->block_m[r];
+            lj[j] = other->block_l[r];
+            oj[j] = other->block_o[r][d];
+        }
+        float M = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < C; j++)
+            M = fmaxf(M, mj[j]);
+        float L = 0.0f, O = 0.0f;
+#pragma unroll
+        for (int j = 0; j < C; j++) {
+            const float e = mj[j] == -INFINITY ? 0.0f : exp2f(mj[j] - M);
+            L += e * lj[j];
+            O += e * oj[j];
+        }
+        T *out = (T *)P.out + (int64_t)(head0 + r) * HD + d;
+        *out = orin_cu_from_f32<T>(valid ? O / L : fa2d_nan());
+    }
+    cluster.sync(); // no block exits while another may still read its rows
+#endif
 }
 
 // ---- the simt kernel (every dtype; any alignment) ----
@@ -778,8 +913,17 @@ __global__ void __launch_bounds__(FA2D_THREADS, 1) fa2d_split_simt(const fa2d_pa
 
 namespace {
 
+// How a call's pieces are merged (ORIN_FA2_DECODE_CONFIG's first words).
+enum fa2d_combine_mode {
+    FA2D_COMBINE_AUTO,       // cluster where it fits and pays (fa2d_use_cluster), else two-kernel
+    FA2D_COMBINE_CLUSTER,    // cluster wherever the GPU runs it at all
+    FA2D_COMBINE_TWO_KERNEL, // split kernel + combine kernel
+    FA2D_COMBINE_FUSED,      // split kernel, its last block a unit combines
+};
+
 struct fa2d_config {
-    bool fused;
+    fa2d_combine_mode combine;
+    int cluster; // CLUSTER: 8, 12, 14 or 16 ("cluster=N"), 0: the largest the GPU runs
     bool simt;
     int bps; // 0: the kernel's occupancy
 };
@@ -787,7 +931,7 @@ struct fa2d_config {
 // ORIN_FA2_DECODE_CONFIG, read at every call (the benchmark changes it between rows).
 int fa2d_parse_config(fa2d_config *cfg)
 {
-    *cfg = fa2d_config{.fused = false, .simt = false, .bps = 0};
+    *cfg = fa2d_config{.combine = FA2D_COMBINE_AUTO, .cluster = 0, .simt = false, .bps = 0};
     const char *env = getenv("ORIN_FA2_DECODE_CONFIG");
     if (!env)
         return 0;
@@ -803,10 +947,19 @@ int fa2d_parse_config(fa2d_config *cfg)
         char extra;
         if (len == 0) {
             // "a++b" or a trailing '+': nothing
+        } else if (strcmp(word, "auto") == 0) {
+            cfg->combine = FA2D_COMBINE_AUTO;
+        } else if (strcmp(word, "cluster") == 0) {
+            cfg->combine = FA2D_COMBINE_CLUSTER;
+            cfg->cluster = 0;
+        } else if (sscanf(word, "cluster=%d%c", &n, &extra) == 1 &&
+                   (n == 8 || n == 12 || n == 14 || n == 16)) {
+            cfg->combine = FA2D_COMBINE_CLUSTER;
+            cfg->cluster = n;
         } else if (strcmp(word, "fused") == 0) {
-            cfg->fused = true;
+            cfg->combine = FA2D_COMBINE_FUSED;
         } else if (strcmp(word, "two-kernel") == 0) {
-            cfg->fused = false;
+            cfg->combine = FA2D_COMBINE_TWO_KERNEL;
         } else if (strcmp(word, "mma") == 0) {
             cfg->simt = false;
         } else if (strcmp(word, "simt") == 0) {
@@ -815,8 +968,8 @@ int fa2d_parse_config(fa2d_config *cfg)
             cfg->bps = n;
         } else {
             return orin_error_set("%s: ORIN_FA2_DECODE_CONFIG \"%s\": unknown \"%s\" (words "
-                                  "joined by '+': fused, two-kernel, mma, simt, bps=1..64)",
-                                  FA2D_LABEL, env, word);
+                                  "joined by '+': auto, cluster, cluster=8|12|14|16, two-kernel, "
+                                  "fused, mma, simt, bps=1..64)", FA2D_LABEL, env, word);
         }
         p += strcspn(p, "+");
         if (*p == '+')
@@ -906,6 +1059,113 @@ template <typename T> fa2d_kernel fa2d_pick_mma(int hd)
     return NULL;
 }
 
+// Clusters of C blocks of the cluster kernel the exec's GPU holds at once, 0
+// where it runs none (before sm_90, or the runtime refuses the cluster size):
+// asked once per device and kernel, after allowing its shared memory and, for
+// C > 8, the non-portable cluster size.
+template <typename T, int HD, int C> int fa2d_cluster_capacity(const orin_exec *ex)
+{
+    static int cached[16]; // capacity + 1; 0: not asked yet
+    const int dev = ex->device->index;
+    if (dev >= 0 && dev < 16 && cached[dev])
+        return cached[dev] - 1;
+    int clusters = 0;
+    const fa2d_kernel kernel = fa2d_cluster_mma<T, HD, C>;
+    const int smem = (int)sizeof(fa2d_cluster_smem<HD>);
+    cudaLaunchAttribute attr = {};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = C;
+    attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+    cudaLaunchConfig_t lc = {};
+    lc.gridDim = dim3(C, 1);
+    lc.blockDim = dim3(FA2D_CLUSTER_THREADS);
+    lc.dynamicSmemBytes = (size_t)smem;
+    lc.attrs = &attr;
+    lc.numAttrs = 1;
+    if (orin_cu_cc_major(ex) < 9 ||
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) !=
+            cudaSuccess ||
+        (C > 8 && cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed,
+                                       1) != cudaSuccess) ||
+        cudaOccupancyMaxActiveClusters(&clusters, kernel, &lc) != cudaSuccess)
+        clusters = 0;
+    (void)cudaGetLastError();
+    if (dev >= 0 && dev < 16)
+        cached[dev] = clusters + 1;
+    return clusters;
+}
+
+// The cluster sizes the kernel is built for, largest first. Not only powers of
+// two: a cluster's blocks must share a GPC, and GPCs differ in SM count (an
+// H200's 132 SMs hold 7 clusters of 16 blocks of one SM each, 15 of 8), so 14
+// or 12 can give every unit of a model its cluster at once where 16 cannot.
+static const int fa2d_cluster_sizes[] = {16, 14, 12, 8};
+
+template <typename T, int HD> int fa2d_capacity_of(const orin_exec *ex, int c)
+{
+    switch (c) {
+    case 16: return fa2d_cluster_capacity<T, HD, 16>(ex);
+    case 14: return fa2d_cluster_capacity<T, HD, 14>(ex);
+    case 12: return fa2d_cluster_capacity<T, HD, 12>(ex);
+    default: return fa2d_cluster_capacity<T, HD, 8>(ex);
+    }
+}
+
+// The cluster size this call runs the cluster kernel with, 0 for none. AUTO:
+// the largest size whose clusters, one a unit, all run at once and cover at
+// least 80 % of the SMs (bandwidth-bound at long contexts: Qwen3-8B's 8 units
+// on an H200 take 8 clusters of 14, 112 of 132 SMs); else, for a context of at
+// most FA2D_CLUSTER_SHORT (latency-bound: one launch instead of two matters more
+// there than the SMs left idle), 8 where all the units' clusters of 8 run at
+// once; else none (two-kernel). CLUSTER: the configured size, or the largest
+// the GPU runs at all. Measured on Qwen3-8B's shape: bench/notes/fa2-decode.md.
+template <typename T, int HD>
+int fa2d_cluster_size(const orin_exec *ex, const fa2d_config *cfg, int units, int32_t max_kv_len)
+{
+    if (cfg->combine != FA2D_COMBINE_AUTO && cfg->combine != FA2D_COMBINE_CLUSTER)
+        return 0;
+    if (cfg->combine == FA2D_COMBINE_CLUSTER) {
+        if (cfg->cluster)
+            return fa2d_capacity_of<T, HD>(ex, cfg->cluster) > 0 ? cfg->cluster : 0;
+        for (int c : fa2d_cluster_sizes)
+            if (fa2d_capacity_of<T, HD>(ex, c) > 0)
+                return c;
+        return 0;
+    }
+    const int64_t sms = orin_cu_sm_count(ex);
+    for (int c : fa2d_cluster_sizes)
+        if (fa2d_capacity_of<T, HD>(ex, c) >= units && (int64_t)units * c * 10 >= sms * 8)
+            return c;
+    if (max_kv_len <= FA2D_CLUSTER_SHORT && fa2d_capacity_of<T, HD>(ex, 8) >= units)
+        return 8;
+    return 0;
+}
+
+template <typename T, int HD, int C>
+int fa2d_launch_cluster(const orin_exec *ex, orin_dtype dt, fa2d_params P, int units)
+{
+    P.splits = C;
+    orin_cu_launch_cluster(ex, true, C, fa2d_cluster_mma<T, HD, C>, dim3(C, (unsigned)units),
+                           dim3(FA2D_CLUSTER_THREADS), sizeof(fa2d_cluster_smem<HD>), P);
+    return orin_cu_launched(FA2D_LABEL, dt, "cluster of %d, heads %d, head_dim %d, units %d, "
+                            "max_kv_len %d", C, P.heads, HD, units, P.max_kv_len);
+}
+
+template <typename T, int HD>
+int fa2d_try_cluster(const orin_exec *ex, orin_dtype dt, const fa2d_config *cfg, fa2d_params P,
+                     int units, int32_t max_kv_len, bool *launched)
+{
+    const int c = fa2d_cluster_size<T, HD>(ex, cfg, units, max_kv_len);
+    *launched = c != 0;
+    switch (c) {
+    case 16: return fa2d_launch_cluster<T, HD, 16>(ex, dt, P, units);
+    case 14: return fa2d_launch_cluster<T, HD, 14>(ex, dt, P, units);
+    case 12: return fa2d_launch_cluster<T, HD, 12>(ex, dt, P, units);
+    case 8: return fa2d_launch_cluster<T, HD, 8>(ex, dt, P, units);
+    default: return 0;
+    }
+}
+
 template <typename T>
 int fa2d_launch(const orin_exec *ex, const orin_attention_args *a, orin_dtype dt,
                 const fa2d_config *cfg, fa2d_params P)
@@ -928,6 +1188,18 @@ int fa2d_launch(const orin_exec *ex, const orin_attention_args *a, orin_dtype dt
     if (units > 65535)
         return orin_error_set("%s: %d kv heads x %d row chunks: more than 65535 blocks a split",
                               FA2D_LABEL, kv_heads, P.row_chunks);
+    if (sizeof(T) == 2)
+        P.scale = a->scale * 1.4426950408889634f; // log2(e): the exp2 kernels' units
+    if constexpr (sizeof(T) == 2) {
+        if (mma) {
+            bool launched;
+            const int rc = hd == 64
+                ? fa2d_try_cluster<T, 64>(ex, dt, cfg, P, units, a->max_kv_len, &launched)
+                : fa2d_try_cluster<T, 128>(ex, dt, cfg, P, units, a->max_kv_len, &launched);
+            if (launched)
+                return rc;
+        }
+    }
 
     fa2d_kernel kernel = mma ? fa2d_pick_mma<T>(hd)
                              : (hd == 64 ? fa2d_pick_simt<T, 64>(rows, vec16)
@@ -936,9 +1208,8 @@ int fa2d_launch(const orin_exec *ex, const orin_attention_args *a, orin_dtype dt
     P.splits = fa2d_splits(orin_cu_sm_count(ex), bps, units, a->max_kv_len);
     P.partial_o = (float *)ex->workspace;
     P.partial_lse = P.partial_o + (size_t)P.splits * P.heads * hd;
-    P.slab = cfg->fused && units <= FA2D_SLAB_COUNTERS ? fa2d_stream_slab(ex) : -1;
-    if (sizeof(T) == 2)
-        P.scale = a->scale * 1.4426950408889634f; // log2(e): the exp2 kernels' units
+    P.slab = cfg->combine == FA2D_COMBINE_FUSED && units <= FA2D_SLAB_COUNTERS
+                 ? fa2d_stream_slab(ex) : -1;
 
     orin_cu_launch(ex, true, kernel, dim3((unsigned)P.splits, (unsigned)units),
                    dim3(FA2D_THREADS), 0, P);

@@ -598,6 +598,8 @@ __global__ void __launch_bounds__(WARPS * 32, FA2_MIN_BLOCKS(MB_HOPPER, MB_AMPER
         // T pairs at once (p[mt][nt][h] = row g + 8h, keys 2t, 2t + 1 of n-tile
         // nt), which halves the registers it holds during P V.
         uint32_t pk[MT][NT][2];
+        float alpha[MT][2];
+        bool moved = false;
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
 #pragma unroll
@@ -612,7 +614,8 @@ __global__ void __launch_bounds__(WARPS * 32, FA2_MIN_BLOCKS(MB_HOPPER, MB_AMPER
                 // A row that has seen only masked keys keeps m = -inf: use 0 so
                 // that exp2(-inf - 0) = 0 instead of exp2(-inf + inf) = NaN.
                 const float m_use = m_new == -INFINITY ? 0.0f : m_new;
-                const float alpha = fa2_exp2(row_m[mt][h] - m_use);
+                alpha[mt][h] = fa2_exp2(row_m[mt][h] - m_use);
+                moved |= alpha[mt][h] != 1.0f;
                 row_m[mt][h] = m_new;
                 float sum = 0.0f;
 #pragma unroll
@@ -622,13 +625,23 @@ __global__ void __launch_bounds__(WARPS * 32, FA2_MIN_BLOCKS(MB_HOPPER, MB_AMPER
                     sum += p0 + p1;
                     pk[mt][nt][h] = fa2_pack<T>(p0, p1);
                 }
-                row_l[mt][h] = row_l[mt][h] * alpha + sum;
+                row_l[mt][h] = row_l[mt][h] * alpha[mt][h] + sum;
+            }
+        }
+        // Rescale O only where a row's max moved. Past the first tiles most
+        // tiles move none of the warp's 16 * MT maxima (a tile holds a row's
+        // new maximum with probability ~ 1 / tiles seen): alpha is then exactly
+        // 1 in every lane, and the 4 * MT * DT multiplies are skipped (exact).
+        if (__any_sync(0xffffffffu, moved)) {
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
 #pragma unroll
                 for (int dt = 0; dt < DT; dt++) {
-                    o[mt][dt][2 * h] *= alpha;
-                    o[mt][dt][2 * h + 1] *= alpha;
+                    o[mt][dt][0] *= alpha[mt][0];
+                    o[mt][dt][1] *= alpha[mt][0];
+                    o[mt][dt][2] *= alpha[mt][1];
+                    o[mt][dt][3] *= alpha[mt][1];
                 }
-            }
         }
 
         // O += P V: P's n-tiles 2kk, 2kk + 1 are the A operand of k-step kk

@@ -361,22 +361,43 @@ static inline bool orin_cu_pdl(const orin_exec *ex)
 
 /* kernel<<<grid, block, smem, the exec's stream>>>(args...), with the
  * programmatic attribute when pdl and orin_cu_pdl(ex): the kernel then follows
- * the contract above. Errors are left for orin_cu_launched, like <<<>>>'s. */
+ * the contract above; and in thread-block clusters of cluster_x blocks along x
+ * when cluster_x > 0 (sm_90+; a size above 8 needs the kernel's
+ * cudaFuncAttributeNonPortableClusterSizeAllowed). Errors are left for
+ * orin_cu_launched, like <<<>>>'s. */
 template <typename... Params, typename... Args>
-static inline void orin_cu_launch(const orin_exec *ex, bool pdl, void (*kernel)(Params...),
-                                  dim3 grid, dim3 block, size_t smem, Args... args)
+static inline void orin_cu_launch_cluster(const orin_exec *ex, bool pdl, unsigned cluster_x,
+                                          void (*kernel)(Params...), dim3 grid, dim3 block,
+                                          size_t smem, Args... args)
 {
-    cudaLaunchAttribute attr = {};
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchAttribute attrs[2] = {};
+    unsigned n = 0;
+    if (pdl && orin_cu_pdl(ex)) {
+        attrs[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attrs[n++].val.programmaticStreamSerializationAllowed = 1;
+    }
+    if (cluster_x > 0) {
+        attrs[n].id = cudaLaunchAttributeClusterDimension;
+        attrs[n].val.clusterDim.x = cluster_x;
+        attrs[n].val.clusterDim.y = 1;
+        attrs[n++].val.clusterDim.z = 1;
+    }
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = block;
     cfg.dynamicSmemBytes = smem;
     cfg.stream = orin_cu_stream(ex);
-    cfg.attrs = &attr;
-    cfg.numAttrs = pdl && orin_cu_pdl(ex) ? 1 : 0;
+    cfg.attrs = attrs;
+    cfg.numAttrs = n;
     (void)cudaLaunchKernelEx(&cfg, kernel, ((Params)args)...);
+}
+
+/* The same without clusters. */
+template <typename... Params, typename... Args>
+static inline void orin_cu_launch(const orin_exec *ex, bool pdl, void (*kernel)(Params...),
+                                  dim3 grid, dim3 block, size_t smem, Args... args)
+{
+    orin_cu_launch_cluster(ex, pdl, 0, kernel, grid, block, smem, args...);
 }
 
 /* ---- checked launches ---- */
