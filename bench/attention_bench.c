@@ -22,12 +22,14 @@
  *                        [--dtypes f16,bf16] [--runs N] [--plugins DIR]
  *                        [--fa2-configs A,B] [--fa2-prefill-configs A,B]
  *                        [--fa2-decode-configs A,B] [--kv-layout position|head]
+ *                        [--lens N,N]
  * --fa2-configs sets both lists: each value runs fa2 once with
  * ORIN_FA2_PREFILL_CONFIG (prefill rows) or ORIN_FA2_DECODE_CONFIG (decode rows)
  * set to it, as its own row ("default": the variable unset). The prefill
  * kernels read their variable once per process: give one prefill config per
  * run (bench/attention.sh runs a process per config). A row that cannot
  * run says why (skipped (workspace), failed: ...) and the others go on.
+ * --lens: only these of the lengths above (S or L), e.g. for a profiler.
  * --kv-layout: the cache's layout, "position" ([position][kv head][hd], the
  * engine's, default) or "head" ([kv head][position][hd]: each head's rows
  * contiguous, as torch's [B, H, L, D]); the kernels take either through the
@@ -319,12 +321,19 @@ done:
     free(args);
 }
 
+static bool len_listed(const bench_list *lens, int len)
+{
+    char text[16];
+    snprintf(text, sizeof text, "%d", len);
+    return bench_listed(lens, text);
+}
+
 static int usage(const char *prog)
 {
     fprintf(stderr, "usage: %s [--json] [--mode prefill|decode|all] [--providers mha,fa1,fa2] "
                     "[--dtypes f16,bf16] [--runs N] [--plugins DIR] [--fa2-configs A,B] "
                     "[--fa2-prefill-configs A,B] [--fa2-decode-configs A,B] "
-                    "[--kv-layout position|head]\n", prog);
+                    "[--kv-layout position|head] [--lens N,N]\n", prog);
     return 1;
 }
 
@@ -334,6 +343,7 @@ int main(int argc, char **argv)
     const char *mode = "all", *plugins = ORIN_PLUGIN_DIR;
     char providers_text[256] = "mha,fa1,fa2", dtypes_text[64] = "f16,bf16";
     char prefill_cfg_text[512] = "default", decode_cfg_text[512] = "default";
+    char lens_text[128] = "512,1024,2048,8192,16384,32768";
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(arg, "--json") == 0) {
@@ -357,6 +367,8 @@ int main(int argc, char **argv)
             snprintf(prefill_cfg_text, sizeof prefill_cfg_text, "%s", val), i++;
         } else if (strcmp(arg, "--fa2-decode-configs") == 0) {
             snprintf(decode_cfg_text, sizeof decode_cfg_text, "%s", val), i++;
+        } else if (strcmp(arg, "--lens") == 0) {
+            snprintf(lens_text, sizeof lens_text, "%s", val), i++;
         } else if (strcmp(arg, "--kv-layout") == 0 &&
                    (strcmp(val, "position") == 0 || strcmp(val, "head") == 0)) {
             kv_head_major = strcmp(val, "head") == 0, i++;
@@ -366,11 +378,12 @@ int main(int argc, char **argv)
     }
     if (b.runs < 20)
         b.runs = 20; /* the median of at least 20 */
-    bench_list providers, dtypes, prefill_cfgs, decode_cfgs;
+    bench_list providers, dtypes, prefill_cfgs, decode_cfgs, lens;
     bench_split_list(&providers, providers_text);
     bench_split_list(&dtypes, dtypes_text);
     bench_split_list(&prefill_cfgs, prefill_cfg_text);
     bench_split_list(&decode_cfgs, decode_cfg_text);
+    bench_split_list(&lens, lens_text);
     const bool do_prefill = strcmp(mode, "decode") != 0, do_decode = strcmp(mode, "prefill") != 0;
     const int opened = bench_open(&b, "attention_bench", plugins);
     if (opened != 0)
@@ -393,12 +406,14 @@ int main(int argc, char **argv)
             const bool fa2 = strcmp(provider, "fa2") == 0;
             for (int c = 0; do_prefill && c < (fa2 ? prefill_cfgs.n : 1); c++)
                 for (size_t i = 0; i < sizeof prefill_lens / sizeof *prefill_lens; i++)
-                    run_prefill(&b, provider, fa2 ? prefill_cfgs.item[c] : NULL, all_dtypes[d],
-                                prefill_lens[i]);
+                    if (len_listed(&lens, prefill_lens[i]))
+                        run_prefill(&b, provider, fa2 ? prefill_cfgs.item[c] : NULL,
+                                    all_dtypes[d], prefill_lens[i]);
             for (int c = 0; do_decode && c < (fa2 ? decode_cfgs.n : 1); c++)
                 for (size_t i = 0; i < sizeof decode_lens / sizeof *decode_lens; i++)
-                    run_decode(&b, provider, fa2 ? decode_cfgs.item[c] : NULL, all_dtypes[d],
-                               decode_lens[i]);
+                    if (len_listed(&lens, decode_lens[i]))
+                        run_decode(&b, provider, fa2 ? decode_cfgs.item[c] : NULL,
+                                   all_dtypes[d], decode_lens[i]);
         }
     }
     bench_close(&b);
