@@ -40,5 +40,7 @@ if(NOT jpeg_CONFIG_DIR)
 endif()
 set_property(TARGET orin::jpeg APPEND PROPERTY INTERFACE_INCLUDE_DIRECTORIES ${jpeg_CONFIG_DIR})
 orin_find_dep(png      HEADER png.h                   LIBS png16 png)
+# PNG image data inflated whole (core/src/vision/image_png_inflate.c).
+orin_find_dep(deflate  HEADER libdeflate.h            LIBS deflate)
 
 find_package(Threads REQUIRED)

@@ -14,7 +14,8 @@ pkgs=(libinih1 libinih-dev libcjson1 libcjson-dev
       libpcre2-8-0 libpcre2-16-0 libpcre2-32-0 libpcre2-posix3 libpcre2-dev
       libutf8proc2 libutf8proc-dev
       libopenblas0-pthread libopenblas-pthread-dev libopenblas-dev libgfortran5
-      libjpeg62-turbo libjpeg62-turbo-dev libjpeg-dev libpng16-16 libpng-dev)
+      libjpeg62-turbo libjpeg62-turbo-dev libjpeg-dev libpng16-16 libpng-dev
+      libdeflate0 libdeflate-dev)
 
 if [ "${1:-}" = "--unpack" ]; then
   prefix=${2:?usage: fetch-deps.sh --unpack PREFIX}

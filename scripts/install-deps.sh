@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config xz-utils python3
       libinih-dev libcjson-dev libpcre2-dev libutf8proc-dev libopenblas-dev
-      libjpeg62-turbo-dev libpng-dev)
+      libjpeg62-turbo-dev libpng-dev libdeflate-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -167,7 +167,7 @@ static int alloc_patches(const orin_image_processor *p, int64_t h, int64_t w,
         return orin_error_set("image %lldx%lld: pixel_values too large", (long long)w,
                               (long long)h);
     out->patch_dim = (int32_t)dim;
-    out->pixel_values = malloc((size_t)out->n_patches * dim * sizeof(float));
+    out->pixel_values = vision_alloc((size_t)out->n_patches * dim * sizeof(float));
     if (!out->pixel_values)
         return orin_error_set("image %lldx%lld: out of memory for pixel_values [%lld, %d]",
                               (long long)w, (long long)h, (long long)out->n_patches,
@@ -190,7 +190,7 @@ int orin_image_preprocess(const orin_image_processor *p, const orin_image *img, 
     if (target_size(p, img, max_pixels, &h, &w))
         return -1;
     if (h != img->height || w != img->width) {
-        resized = malloc((size_t)h * (size_t)w * 3);
+        resized = vision_alloc((size_t)h * (size_t)w * 3);
         if (!resized)
             return orin_error_set("image %dx%d: out of memory resizing to %lldx%lld", img->width,
                                   img->height, (long long)w, (long long)h);
