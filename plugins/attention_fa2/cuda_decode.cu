@@ -201,13 +201,31 @@ template <int R, int HD> union fa2d_smem {
 // rows x hd floats, read as float4 columns: a thread takes a column and a
 // group of splits (every G-th), many loads in flight. Reads through L2
 // (__ldcg): in the fused variant other blocks wrote them during this launch.
-template <typename T, int R>
+//
+// EARLY (the two-kernel combine, which has the registers): the first batch of
+// the thread's first item is loaded before the weights, which it does not
+// depend on, so that the partials and the lse come back in one round trip.
+template <typename T, int R, bool EARLY>
 __device__ void fa2d_combine_rows(const fa2d_params &P, int head0, int rows, int active,
                                   fa2d_combine_smem<R> &cs)
 {
     constexpr int PER_LANE = FA2D_MAX_SPLITS / 32, BATCH = 16;
     const int H = P.heads, hd = P.head_dim, tid = threadIdx.x;
     const int lane = tid & 31, warp = tid >> 5;
+    const int cols = rows * hd / 4, per_row = hd / 4;
+    const int G = cols >= FA2D_THREADS ? 1 : FA2D_THREADS / cols;
+    const int64_t split_stride = (int64_t)H * hd / 4; // float4s from one split to the next
+    const float4 *base = reinterpret_cast<const float4 *>(P.partial_o + (int64_t)head0 * hd);
+    float4 early[EARLY ? BATCH : 1];
+    if (EARLY) {
+        const int c = tid % cols, grp = tid / cols;
+#pragma unroll
+        for (int k = 0; k < BATCH; k++) {
+            const int s = grp + k * G;
+            early[k] = tid < cols * G && s < active ? __ldcg(base + s * split_stride + c)
+                                                    : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+    }
     // Each row's weights relative to its largest lse (a warp a row; every
     // lse of the row in flight at once).
     for (int r = warp; r < rows; r += FA2D_WARPS) {
@@ -235,22 +253,22 @@ __device__ void fa2d_combine_rows(const fa2d_params &P, int head0, int rows, int
             cs.inv[r] = 1.0f / sum;
     }
     __syncthreads();
-    const int cols = rows * hd / 4, per_row = hd / 4;
-    const int G = cols >= FA2D_THREADS ? 1 : FA2D_THREADS / cols;
-    const int64_t split_stride = (int64_t)H * hd / 4; // float4s from one split to the next
-    const float4 *base = reinterpret_cast<const float4 *>(P.partial_o + (int64_t)head0 * hd);
     for (int item = tid; item < cols * G; item += FA2D_THREADS) {
         const int c = item % cols, grp = item / cols, r = c / per_row;
         float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         // BATCH loads in flight, then their sums (one L2 round trip a batch).
         for (int s0 = grp; s0 < active; s0 += BATCH * G) {
+            const bool loaded = EARLY && item == tid && s0 == grp;
             float4 o[BATCH];
             float e[BATCH];
 #pragma unroll
             for (int k = 0; k < BATCH; k++) {
                 const int s = s0 + k * G;
-                o[k] = s < active ? __ldcg(base + s * split_stride + c)
-                                  : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                if (loaded)
+                    o[k] = early[EARLY ? k : 0];
+                else
+                    o[k] = s < active ? __ldcg(base + s * split_stride + c)
+                                      : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
                 e[k] = s < active ? cs.w[r][s] : 0.0f;
             }
 #pragma unroll
@@ -284,7 +302,7 @@ __device__ void fa2d_combine_rows(const fa2d_params &P, int head0, int rows, int
 }
 
 // Output rows head0 .. head0 + rows - 1: combined, or NaN for an invalid position.
-template <typename T, int R>
+template <typename T, int R, bool EARLY>
 __device__ void fa2d_combine_or_nan(const fa2d_params &P, int head0, int rows,
                                     fa2d_combine_smem<R> &cs)
 {
@@ -295,19 +313,20 @@ __device__ void fa2d_combine_or_nan(const fa2d_params &P, int head0, int rows,
             out[i] = orin_cu_from_f32<T>(fa2d_nan());
         return;
     }
-    fa2d_combine_rows<T, R>(P, head0, rows, c.active, cs);
+    fa2d_combine_rows<T, R, EARLY>(P, head0, rows, c.active, cs);
 }
 
 // Two-kernel variant. Launch: grid (H), FA2D_THREADS threads, ~6 KB static
 // shared memory; one block per query head, the hd / 4 float4 columns times
 // 128 / (hd / 4) split groups. Reads active x (hd + 1) floats per head from L2;
-// latency-bound (a few L2 round trips).
+// latency-bound: the lse and the first 16 partials a thread come back in one
+// round trip (EARLY), up to 64 splits at hd 128; 168 registers, one block a head.
 template <typename T> __global__ void __launch_bounds__(FA2D_THREADS) fa2d_combine(const fa2d_params P)
 {
     __shared__ fa2d_combine_smem<1> cs;
     orin_cu_allow_next();
     orin_cu_wait_prior();
-    fa2d_combine_or_nan<T, 1>(P, blockIdx.x, 1, cs);
+    fa2d_combine_or_nan<T, 1, true>(P, blockIdx.x, 1, cs);
 }
 
 // ---- the end of a split block (both kernels) ----
@@ -369,7 +388,7 @@ __device__ void fa2d_finish_fused(const fa2d_params &P, fa2d_smem<R, HD> &sm, in
     if (!sm.combine.last) // block-uniform
         return;
     __threadfence(); // acquire: the other blocks' partials
-    fa2d_combine_or_nan<T, R>(P, head0, rows, sm.combine);
+    fa2d_combine_or_nan<T, R, false>(P, head0, rows, sm.combine);
 }
 
 // ---- the mma kernel (f16, bf16) ----
@@ -1112,13 +1131,13 @@ template <typename T, int HD> int fa2d_capacity_of(const orin_exec *ex, int c)
 }
 
 // The cluster size this call runs the cluster kernel with, 0 for none. AUTO:
-// the largest size whose clusters, one a unit, all run at once and cover at
-// least 80 % of the SMs (bandwidth-bound at long contexts: Qwen3-8B's 8 units
-// on an H200 take 8 clusters of 14, 112 of 132 SMs); else, for a context of at
-// most FA2D_CLUSTER_SHORT (latency-bound: one launch instead of two matters more
-// there than the SMs left idle), 8 where all the units' clusters of 8 run at
-// once; else none (two-kernel). CLUSTER: the configured size, or the largest
-// the GPU runs at all. Measured on Qwen3-8B's shape: bench/notes/fa2-decode.md.
+// the largest size whose clusters, one a unit, all run at once, if they cover
+// at least 80 % of the SMs (long contexts are bandwidth-bound) or the context
+// is at most FA2D_CLUSTER_SHORT (latency-bound: one launch instead of two
+// matters more there than the SMs left idle); else none (two-kernel). CLUSTER:
+// the configured size, or the largest the GPU runs at all. Measured on
+// Qwen3-8B's shape (8 units; an H200 runs 7 clusters of 16, 14 or 12 at once
+// and 15 of 8: C = 8 up to 8k, two-kernel beyond): bench/notes/fa2-decode.md.
 template <typename T, int HD>
 int fa2d_cluster_size(const orin_exec *ex, const fa2d_config *cfg, int units, int32_t max_kv_len)
 {
@@ -1133,11 +1152,12 @@ int fa2d_cluster_size(const orin_exec *ex, const fa2d_config *cfg, int units, in
         return 0;
     }
     const int64_t sms = orin_cu_sm_count(ex);
-    for (int c : fa2d_cluster_sizes)
-        if (fa2d_capacity_of<T, HD>(ex, c) >= units && (int64_t)units * c * 10 >= sms * 8)
-            return c;
-    if (max_kv_len <= FA2D_CLUSTER_SHORT && fa2d_capacity_of<T, HD>(ex, 8) >= units)
-        return 8;
+    for (int c : fa2d_cluster_sizes) {
+        if (fa2d_capacity_of<T, HD>(ex, c) < units)
+            continue;
+        const bool covers = (int64_t)units * c * 10 >= sms * 8;
+        return covers || max_kv_len <= FA2D_CLUSTER_SHORT ? c : 0;
+    }
     return 0;
 }
 
