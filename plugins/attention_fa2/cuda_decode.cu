@@ -36,7 +36,16 @@
 //   simt (f32, any cache alignment, or ORIN_FA2_DECODE_CONFIG=simt): CUDA cores,
 //        f32 throughout; lanes split head_dim in 16-byte pieces, warp-shuffle
 //        sums give the scores.
-// Two ways to combine, chosen by ORIN_FA2_DECODE_CONFIG:
+// Three ways to merge the pieces, chosen per call (ORIN_FA2_DECODE_CONFIG can
+// force one):
+//   cluster (sm_90, the mma kernel): the pieces are the blocks of one
+//        thread-block cluster per (kv head, row chunk), which merge over
+//        distributed shared memory: one launch, no workspace
+//        (fa2d_cluster_mma). Chosen where every unit's cluster runs at once
+//        and either they cover >= 80 % of the SMs or max_kv_len <= 8192
+//        (fa2d_cluster_size). H200, Qwen3-8B shape, graph replay: 1k 7.4 us
+//        against 10.3 two-kernel, 8k 17.1 against 18.0.
+//   two-kernel (the rest): a second kernel, one block per query head, combines.
 //   fused: the last block of a (kv head, row chunk) to finish, found
 //        with an atomic counter, combines that chunk's rows: one launch. The
 //        counters are this module's own device memory (zero at load), not the
@@ -44,17 +53,17 @@
 //        left there survives to the next call, and a test poisons it. One slab
 //        per stream, so that two streams never share a counter; every launch
 //        leaves them zero again (its last block resets its counter).
-//   two-kernel (default): a second kernel, one block per query head, combines.
 // Measured (H100, Qwen3-8B shape, graph replay, bench/attention.sh): two-kernel
-// is the faster at every length (1k: 8.7 against 9.1 us; 8k: 20.5 against 24.0;
-// 32k: 53.3 against 56.9), against the prediction that the second launch would
-// cost more than the counter: in a graph the launch is cheap, while the last
-// block's combine serialises behind the slowest split and its counter fence.
-// fused remains for comparison (ORIN_FA2_DECODE_CONFIG=fused).
+// is faster than fused at every length (1k: 8.7 against 9.1 us; 8k: 20.5
+// against 24.0; 32k: 53.3 against 56.9), against the prediction that the second
+// launch would cost more than the counter: in a graph the launch is cheap,
+// while the last block's combine serialises behind the slowest split and its
+// counter fence. fused remains for comparison.
 //
-// ORIN_FA2_DECODE_CONFIG: words joined by '+': "fused" or "two-kernel", "mma" or
-// "simt", "bps=N" (blocks per SM the split count aims at; default: the kernel's
-// occupancy). Unset or empty: two-kernel+mma. An unknown word is an error.
+// ORIN_FA2_DECODE_CONFIG: words joined by '+': "auto", "cluster",
+// "cluster=8|12|14|16", "two-kernel" or "fused"; "mma" or "simt"; "bps=N"
+// (blocks per SM the split count aims at; default: the kernel's occupancy).
+// Unset or empty: auto+mma. An unknown word is an error.
 #include "cuda.h"
 
 #include "orin/cuda_util.cuh"
@@ -678,9 +687,10 @@ template <int HD> struct fa2d_cluster_smem {
 // (mapa + ld.shared::cluster, ~200 cycles a round trip against ~1 us for the
 // split kernel's partials through global memory and a second launch), and a
 // second barrier keeps every block's shared memory alive until all have read it.
-// Bound: memory bandwidth at long contexts (16 warps an SM, as the split kernel
-// at 4 blocks an SM; Qwen3-8B on an H200: 8 clusters of 14, 112 of 132 SMs), the
-// latency of one launch at short ones.
+// Bound: the latency of one launch and its few round trips at short contexts
+// (Qwen3-8B, H200, clusters of 8 on 64 SMs: 7.4 us at 1k against 10.3 for
+// two kernels); memory bandwidth at long ones, where it runs only if the
+// clusters cover most SMs (16 warps an SM, as the split kernel at 4 blocks).
 template <typename T, int HD, int C>
 __global__ void __launch_bounds__(FA2D_CLUSTER_THREADS, 1) fa2d_cluster_mma(const fa2d_params P)
 {
@@ -934,7 +944,7 @@ namespace {
 
 // How a call's pieces are merged (ORIN_FA2_DECODE_CONFIG's first words).
 enum fa2d_combine_mode {
-    FA2D_COMBINE_AUTO,       // cluster where it fits and pays (fa2d_use_cluster), else two-kernel
+    FA2D_COMBINE_AUTO,       // cluster where it fits and pays (fa2d_cluster_size), else two-kernel
     FA2D_COMBINE_CLUSTER,    // cluster wherever the GPU runs it at all
     FA2D_COMBINE_TWO_KERNEL, // split kernel + combine kernel
     FA2D_COMBINE_FUSED,      // split kernel, its last block a unit combines
