@@ -856,6 +856,11 @@ static int alloc_buffers(orin_model *m, int32_t rows)
 
 /* ---- the memory plan ------------------------------------------------------------ */
 
+static size_t size_max(size_t a, size_t b)
+{
+    return a > b ? a : b;
+}
+
 /* The workspace impl asks for calls shaped like args (0: none, or no impl). */
 static size_t workspace_of(const orin_op_impl *impl, const void *args)
 {
@@ -896,20 +901,15 @@ static double workspace_planned(const orin_model *m, int32_t rows, int32_t kv_le
         .out = orin_tensor_make(NULL, dt, dev, 2, fd),
     };
     const orin_matmul_swiglu_quant_args qsw = {.x = mm.x, .out = sw.out};
-    size_t sizes[8] = {
-        workspace_of(m->op.attn_prefill, &prefill),
-        workspace_of(m->op.attn_decode, &decode),
-        workspace_of(m->op.matmul, &mm),
-        workspace_of(m->op.matmul_swiglu, &sw),
-    };
-    int n = 4;
-    for (int f = ORIN_WEIGHT_AWQ4; f <= ORIN_WEIGHT_INT8; f++) {
-        sizes[n++] = workspace_of(m->op.matmul_quant[f], &qm);
-        sizes[n++] = workspace_of(m->op.matmul_swiglu_quant[f], &qsw);
-    }
     size_t need = 0;
-    for (int i = 0; i < n; i++)
-        need = sizes[i] > need ? sizes[i] : need;
+    need = size_max(need, workspace_of(m->op.attn_prefill, &prefill));
+    need = size_max(need, workspace_of(m->op.attn_decode, &decode));
+    need = size_max(need, workspace_of(m->op.matmul, &mm));
+    need = size_max(need, workspace_of(m->op.matmul_swiglu, &sw));
+    for (int f = ORIN_WEIGHT_AWQ4; f <= ORIN_WEIGHT_INT8; f++) {
+        need = size_max(need, workspace_of(m->op.matmul_quant[f], &qm));
+        need = size_max(need, workspace_of(m->op.matmul_swiglu_quant[f], &qsw));
+    }
     return (double)need;
 }
 
