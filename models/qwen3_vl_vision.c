@@ -1,7 +1,7 @@
 /* The Qwen3-VL vision encoder (qwen3_vl_vision.h).
  *
  * Per call, over the n patches of all images (x the residual stream [n, d]):
- *   x = pixels . Wpatch^T + b + pos            (pos interpolated on the host)
+ *   x = pixels . Wpatch^T + b + pos            (pos_interp: the table resampled)
  *   per block: h = LN1(x); q, k, v = h.Wq + bq, h.Wk + bk, h.Wv + bv
  *              rope.table(q), rope.table(k)     (2-D angles from the host)
  *              x += attention.full(q, k, v) . Wo + bo    (one segment an image)
@@ -44,7 +44,7 @@ typedef struct vision_merger {
 } vision_merger;
 
 typedef struct vision_ops {
-    const orin_op_impl *matmul, *add, *layernorm, *gelu, *rope_table, *attention;
+    const orin_op_impl *matmul, *add, *layernorm, *gelu, *rope_table, *attention, *pos_interp;
 } vision_ops;
 
 struct orin_vision_encoder {
@@ -53,7 +53,7 @@ struct orin_vision_encoder {
     orin_dtype dtype;
     vision_ops op;
     orin_tensor patch_w, patch_b;         /* [d, C*T*P*P] (the Conv3d weight flattened), [d] */
-    float *pos_table;                     /* host: [side * side, d] */
+    orin_tensor pos_table;                /* [side * side, d] */
     vision_block *blocks;
     vision_merger merger;
     vision_merger deepstack[ORIN_VISION_MAX_DEEPSTACK];
@@ -64,6 +64,7 @@ struct orin_vision_encoder {
      * allocates nothing, and no cudaFree stalls the stream. */
     void *arena, *workspace;
     size_t arena_size, workspace_size;
+    orin_profile *profile;                /* --profile: ops timed one by one */
 };
 
 /* ---- config.json ---- */
@@ -309,22 +310,6 @@ static int load_merger(orin_vision_encoder *e, const orin_st_archive *ar, const 
                : 0;
 }
 
-/* The position table stays on the host in f32: the interpolation to each
- * grid is computed there. */
-static int load_pos_table(orin_vision_encoder *e, const orin_st_archive *ar, const char *dir)
-{
-    const int64_t dims[2] = {e->cfg.num_position_embeddings, e->cfg.hidden};
-    const orin_st_tensor *st = orin_st_find_float(ar, dir, PREFIX "pos_embed.weight", 2, dims);
-    if (!st)
-        return -1;
-    size_t n = (size_t)(dims[0] * dims[1]);
-    e->pos_table = malloc(n * sizeof(float));
-    if (!e->pos_table)
-        return orin_error_set(PREFIX "pos_embed.weight: out of memory");
-    if (orin_convert(e->pos_table, ORIN_F32, st->data, st->dtype, n) != 0)
-        return orin_error_set("%s: cannot convert %s to f32", st->name, st->dtype_name);
-    return 0;
-}
 
 static int load_weights(orin_vision_encoder *e, const char *dir)
 {
@@ -338,7 +323,9 @@ static int load_weights(orin_vision_encoder *e, const char *dir)
     int rc = load_as(e, ar, dir, "patch_embed.proj.weight", 5, conv, 2, (int64_t[]){d, k},
                      &e->patch_w) ||
              load(e, ar, dir, "patch_embed.proj.bias", 1, &d, &e->patch_b) ||
-             load_pos_table(e, ar, dir) || load_merger(e, ar, dir, "merger", d, &e->merger);
+             load(e, ar, dir, "pos_embed.weight", 2,
+                  (int64_t[]){c->num_position_embeddings, d}, &e->pos_table) ||
+             load_merger(e, ar, dir, "merger", d, &e->merger);
     for (int i = 0; rc == 0 && i < c->depth; i++)
         rc = load_block(e, ar, dir, i);
     for (int j = 0; rc == 0 && j < c->n_deepstack; j++) {
@@ -355,14 +342,15 @@ int orin_vision_config_read(const char *dir, orin_vision_config *out)
     return parse_vision_config(dir, out);
 }
 
-/* Mirrors load_weights: every tensor but the position table (host). */
+/* Mirrors load_weights. */
 double orin_vision_weight_bytes(const orin_vision_config *c, orin_dtype dt)
 {
     const double d = c->hidden, f = c->intermediate, D = d * c->merge * c->merge;
     const double k = (double)c->in_channels * c->temporal_patch * c->patch * c->patch;
     const double block = 4 * d + (3 * d * d + 3 * d) + (d * d + d) + (f * d + f) + (d * f + d);
     const double merger = (D * D + D) + (c->out_hidden * D + c->out_hidden);
-    const double elems = d * k + d + c->depth * block + (2 * d + merger) +
+    const double elems = d * k + d + (double)c->num_position_embeddings * d +
+                         c->depth * block + (2 * d + merger) +
                          c->n_deepstack * (2 * D + merger);
     return elems * (double)orin_dtype_size(dt);
 }
@@ -394,6 +382,7 @@ static int bind_ops(orin_vision_encoder *e, const orin_vision_options *opt)
         {ORIN_OP_MATMUL, &e->op.matmul},         {ORIN_OP_ADD, &e->op.add},
         {ORIN_OP_LAYERNORM, &e->op.layernorm},   {ORIN_OP_GELU, &e->op.gelu},
         {ORIN_OP_ROPE_TABLE, &e->op.rope_table}, {ORIN_OP_ATTENTION_FULL, &e->op.attention},
+        {ORIN_OP_POS_INTERP, &e->op.pos_interp},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         const bool attention = table[i].dst == &e->op.attention;
@@ -445,7 +434,6 @@ void orin_vision_free(orin_vision_encoder *e)
         e->dev->ops->free(e->dev, e->workspace);
     free(e->allocs);
     free(e->blocks);
-    free(e->pos_table);
     free(e);
 }
 
@@ -454,76 +442,12 @@ const orin_vision_config *orin_vision_get_config(const orin_vision_encoder *e)
     return &e->cfg;
 }
 
+void orin_vision_set_profile(orin_vision_encoder *e, orin_profile *p)
+{
+    e->profile = p;
+}
+
 /* ---- what depends only on the grids (host, double) ---- */
-
-/* Row and column in the patch grid of patch k of a frame w patches wide, in
- * merge-window order (README-vl.md 1.5). */
-static void patch_rc(int64_t k, int32_t w, int32_t m, int64_t *row, int64_t *col)
-{
-    const int64_t windows_wide = w / m;
-    *row = (k / (m * m * windows_wide)) * m + (k / m) % m;
-    *col = ((k / (m * m)) % windows_wide) * m + k % m;
-}
-
-/* Bilinear resampling with align_corners: target i of n maps to source
- * i * (side-1) / (n-1); the two taps and their weights. */
-static void axis_taps(int64_t i, int32_t n, int32_t side, int64_t tap[2], double weight[2])
-{
-    const double src = (double)i * (side - 1) / (double)(n > 1 ? n - 1 : 1);
-    const double f = floor(src);
-    tap[0] = (int64_t)f;
-    tap[1] = tap[0] + 1 < side ? tap[0] + 1 : side - 1;
-    weight[0] = 1.0 - (src - f);
-    weight[1] = src - f;
-}
-
-/* One frame's interpolated position embedding. */
-typedef struct pos_job {
-    const orin_vision_encoder *e;
-    const orin_vision_grid *g;
-    float *pos;                           /* [h*w, d] */
-} pos_job;
-
-enum { POS_TASK_PATCHES = 64 };
-
-/* Patches [task * POS_TASK_PATCHES, ...) of the frame: each the 4-tap
- * bilinear blend of the table's rows, summed in double. */
-static int frame_pos_task(void *ctx, int worker, int64_t task)
-{
-    const pos_job *job = ctx;
-    const orin_vision_config *c = &job->e->cfg;
-    const int64_t d = c->hidden, patches = (int64_t)job->g->h * job->g->w;
-    const int64_t k1 = (task + 1) * POS_TASK_PATCHES < patches ? (task + 1) * POS_TASK_PATCHES
-                                                               : patches;
-    (void)worker;
-    for (int64_t k = task * POS_TASK_PATCHES; k < k1; k++) {
-        int64_t row, col, th[2], tw[2];
-        double wh[2], ww[2];
-        patch_rc(k, job->g->w, c->merge, &row, &col);
-        axis_taps(row, job->g->h, c->side, th, wh);
-        axis_taps(col, job->g->w, c->side, tw, ww);
-        const float *t00 = job->e->pos_table + (th[0] * c->side + tw[0]) * d;
-        const float *t01 = job->e->pos_table + (th[0] * c->side + tw[1]) * d;
-        const float *t10 = job->e->pos_table + (th[1] * c->side + tw[0]) * d;
-        const float *t11 = job->e->pos_table + (th[1] * c->side + tw[1]) * d;
-        const double w00 = wh[0] * ww[0], w01 = wh[0] * ww[1];
-        const double w10 = wh[1] * ww[0], w11 = wh[1] * ww[1];
-        float *out = job->pos + k * d;
-        for (int64_t j = 0; j < d; j++)
-            out[j] = (float)(w00 * t00[j] + w01 * t01[j] + w10 * t10[j] + w11 * t11[j]);
-    }
-    return 0;
-}
-
-/* One frame's interpolated position embedding, [h*w, d], on the host's
- * threads (a 1024 x 768 image: 3,072 patches x 1,152 values, some 10 ms on
- * one core). */
-static int frame_pos(const orin_vision_encoder *e, const orin_vision_grid *g, float *pos)
-{
-    pos_job job = {.e = e, .g = g, .pos = pos};
-    const int64_t tasks = ((int64_t)g->h * g->w + POS_TASK_PATCHES - 1) / POS_TASK_PATCHES;
-    return orin_cpu_parallel_for(orin_cpu_threads(e->dev), tasks, frame_pos_task, &job);
-}
 
 /* One frame's rotary tables [h*w, hd/2]: frequency j < hd/4 turns with the
  * patch's row, the next hd/4 with its column; inv_freq[j] =
@@ -546,8 +470,8 @@ static int frame_rope(const orin_vision_config *c, const orin_vision_grid *g, fl
         }
     }
     for (int64_t k = 0; k < (int64_t)g->h * g->w; k++) {
-        int64_t rc[2];
-        patch_rc(k, g->w, c->merge, &rc[0], &rc[1]);
+        int32_t rc[2];
+        orin_patch_rc(k, g->w, c->merge, &rc[0], &rc[1]);
         for (int64_t j = 0; j < half; j++) {
             const int64_t at = rc[j / quarter] * quarter + j % quarter;
             cos_t[k * half + j] = cs[at];
@@ -558,17 +482,16 @@ static int frame_rope(const orin_vision_config *c, const orin_vision_grid *g, fl
     return 0;
 }
 
-/* The host side of a call: pos [n, d], cos and sin [n, hd/2], cu_seqlens
- * [frames + 1] (one attention segment a frame). */
+/* The host side of a call: cos and sin [n, hd/2], cu_seqlens [frames + 1]
+ * (one attention segment a frame). */
 typedef struct host_tables {
-    float *pos, *cos, *sin;
+    float *cos, *sin;
     int32_t *cu;
     int64_t frames;
 } host_tables;
 
 static void host_tables_free(host_tables *t)
 {
-    free(t->pos);
     free(t->cos);
     free(t->sin);
     free(t->cu);
@@ -578,15 +501,14 @@ static int host_tables_make(const orin_vision_encoder *e, const orin_vision_grid
                             int n_images, int64_t n, host_tables *t)
 {
     const orin_vision_config *c = &e->cfg;
-    const int64_t d = c->hidden, half = c->head_dim / 2;
+    const int64_t half = c->head_dim / 2;
     memset(t, 0, sizeof *t);
     for (int i = 0; i < n_images; i++)
         t->frames += grids[i].t;
-    t->pos = malloc((size_t)(n * d) * sizeof(float));
     t->cos = malloc((size_t)(n * half) * sizeof(float));
     t->sin = malloc((size_t)(n * half) * sizeof(float));
     t->cu = malloc((size_t)(t->frames + 1) * sizeof(int32_t));
-    if (!t->pos || !t->cos || !t->sin || !t->cu) {
+    if (!t->cos || !t->sin || !t->cu) {
         host_tables_free(t);
         return orin_error_set("vision encoder: out of memory for the position tables");
     }
@@ -596,10 +518,6 @@ static int host_tables_make(const orin_vision_encoder *e, const orin_vision_grid
         const int64_t area = (int64_t)grids[i].h * grids[i].w;
         /* every frame of an image has the same positions */
         for (int32_t f = 0; f < grids[i].t; f++, row += area) {
-            if (frame_pos(e, &grids[i], t->pos + row * d) != 0) {
-                host_tables_free(t);
-                return -1;
-            }
             if (frame_rope(c, &grids[i], t->cos + row * half, t->sin + row * half) != 0) {
                 host_tables_free(t);
                 return -1;
@@ -711,15 +629,13 @@ static int run_bufs_make(orin_vision_encoder *e, run_bufs *b, int64_t n, int64_t
     return outputs ? check_outputs(e, b, outputs) : 0;
 }
 
-/* Uploads the call's inputs: pixel_values and the tables, converted. */
+/* Uploads the call's inputs: pixel_values (converted) and the tables. */
 static int run_bufs_fill(orin_vision_encoder *e, run_bufs *b, const float *pixels,
                          const host_tables *t)
 {
     orin_device *dev = e->dev;
     return dev->ops->upload(dev, b->pixels.data, e->dtype, pixels, ORIN_F32,
                             (size_t)orin_tensor_numel(&b->pixels)) ||
-                   dev->ops->upload(dev, b->pos.data, e->dtype, t->pos, ORIN_F32,
-                                    (size_t)orin_tensor_numel(&b->pos)) ||
                    dev->ops->copy_h2d(dev, b->cos.data, t->cos, orin_tensor_nbytes(&b->cos)) ||
                    dev->ops->copy_h2d(dev, b->sin.data, t->sin, orin_tensor_nbytes(&b->sin)) ||
                    dev->ops->copy_h2d(dev, b->cu.data, t->cu, orin_tensor_nbytes(&b->cu))
@@ -833,6 +749,22 @@ static void add_merger(const orin_vision_encoder *e, builder *b, const run_bufs 
     add_linear(e, b, r->m2, M->fc2_w, M->fc2_b, out, "merger fc2");
 }
 
+/* pos [n, d]: each image's frames get the position table resampled to its grid. */
+static void add_pos_interp(const orin_vision_encoder *e, builder *b, const run_bufs *r,
+                           const orin_vision_grid *grids, int n_images)
+{
+    const orin_vision_config *c = &e->cfg;
+    int64_t row = 0;
+    for (int i = 0; i < n_images; i++) {
+        const int64_t rows = (int64_t)grids[i].t * grids[i].h * grids[i].w;
+        orin_pos_interp_args a = {.table = e->pos_table, .out = rows_of(&r->pos, row, rows),
+                                  .side = c->side, .h = grids[i].h, .w = grids[i].w,
+                                  .merge = c->merge};
+        ADD(b, e->op.pos_interp, a, "pos_interp");
+        row += rows;
+    }
+}
+
 /* dst[0..numel) = t as f32 (a fresh array), or NULL with the error set. */
 static float *fetch(orin_vision_encoder *e, const orin_tensor *t)
 {
@@ -862,14 +794,16 @@ static int run_stage(orin_vision_encoder *e, run_bufs *r, builder *b)
         return -1;
     orin_exec ex = {.device = e->dev, .workspace = e->workspace,
                     .workspace_size = e->workspace_size};
-    int rc = orin_graph_run(b->g, &ex);
+    int rc = e->profile ? orin_graph_run_profiled(b->g, &ex, e->profile, 0)
+                        : orin_graph_run(b->g, &ex);
     orin_graph_reset(b->g);
     return rc;
 }
 
 /* The stages in order; with trace each one's output is copied back, and the
  * results are unless the caller gave their device tensors (out NULL). */
-static int run_all(orin_vision_encoder *e, run_bufs *r, bool trace, orin_vision_output *out)
+static int run_all(orin_vision_encoder *e, run_bufs *r, const orin_vision_grid *grids,
+                   int n_images, bool trace, orin_vision_output *out)
 {
     const orin_vision_config *c = &e->cfg;
     builder b = {.g = orin_graph_create()};
@@ -877,6 +811,7 @@ static int run_all(orin_vision_encoder *e, run_bufs *r, bool trace, orin_vision_
         return orin_error_set("vision encoder: out of memory");
     int rc = 0;
     add_linear(e, &b, r->pixels, e->patch_w, e->patch_b, r->x, "patch_embed");
+    add_pos_interp(e, &b, r, grids, n_images);
     rc = run_stage(e, r, &b);
     if (rc == 0 && trace)
         rc = (out->patch_embed = fetch(e, &r->x)) && (out->pos_embed = fetch(e, &r->pos)) ? 0 : -1;
@@ -962,7 +897,7 @@ int orin_vision_encode(orin_vision_encoder *e, const float *pixel_values, int64_
         rc = out->blocks ? 0 : orin_error_set("vision encoder: out of memory");
     }
     if (rc == 0)
-        rc = run_all(e, &r, trace, out);
+        rc = run_all(e, &r, grids, n_images, trace, out);
     host_tables_free(&t);
     if (rc != 0) {
         orin_vision_output_free(out);
@@ -1004,12 +939,12 @@ int orin_vision_encode_device(orin_vision_encoder *e, const float *pixel_values,
              run_bufs_fill(e, &r, pixel_values, &t);
     const double t2 = orin_seconds();
     if (rc == 0)
-        rc = run_all(e, &r, false, NULL);
+        rc = run_all(e, &r, grids, n_images, false, NULL);
     /* idle on return: the caller's timing of the encoder is whole */
     if (e->dev->ops->synchronize(e->dev) != 0 && rc == 0)
         rc = -1;
     host_tables_free(&t);
-    orin_log(ORIN_LOG_DEBUG, "vision encoder: %lld patches: position tables %.1f ms, buffers "
+    orin_log(ORIN_LOG_DEBUG, "vision encoder: %lld patches: rotary tables %.1f ms, buffers "
              "and upload %.1f ms, blocks and mergers %.1f ms", (long long)n, (t1 - t0) * 1e3,
              (t2 - t1) * 1e3, (orin_seconds() - t2) * 1e3);
     return rc ? -1 : 0;

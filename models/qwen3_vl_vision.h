@@ -14,6 +14,7 @@
 #define ORIN_QWEN3_VL_VISION_H
 
 #include "orin/device.h"
+#include "orin/graph.h"
 #include "orin/ops.h"
 #include "orin/registry.h"
 
@@ -78,6 +79,9 @@ int orin_vision_config_read(const char *dir, orin_vision_config *out);
 double orin_vision_weight_bytes(const orin_vision_config *c, orin_dtype dt);
 void orin_vision_free(orin_vision_encoder *enc);
 const orin_vision_config *orin_vision_get_config(const orin_vision_encoder *enc);
+/* With p, every later call runs its ops one by one, each timed into p
+ * (--profile); NULL runs them plainly again. */
+void orin_vision_set_profile(orin_vision_encoder *enc, orin_profile *p);
 
 /* Encodes n_images images whose pixel_values [rows, cols] (f32, the
  * preprocessor's layout: orin/image.h) are concatenated in order; each image

@@ -18,6 +18,7 @@ int cpu_kv_write(const orin_exec *ex, const orin_kv_write_args *a, orin_dtype dt
 int cpu_layernorm(const orin_exec *ex, const orin_layernorm_args *a, orin_dtype dt);
 int cpu_gelu(const orin_exec *ex, const orin_gelu_args *a, orin_dtype dt);
 int cpu_rope_table(const orin_exec *ex, const orin_rope_table_args *a, orin_dtype dt);
+int cpu_pos_interp(const orin_exec *ex, const orin_pos_interp_args *a, orin_dtype dt);
 /* matmul.awq4 and matmul.int8 (cpu_quant.c). */
 int cpu_matmul_awq4(const orin_exec *ex, const orin_matmul_quant_args *a, orin_dtype dt);
 int cpu_matmul_int8(const orin_exec *ex, const orin_matmul_quant_args *a, orin_dtype dt);

@@ -1,5 +1,5 @@
 /* ops_common on the CPU: the ops of the vision encoders (layernorm, gelu,
- * rope.table). Like cpu.c: each call checked whole first, f16/bf16 widened to
+ * rope.table, pos_interp). Like cpu.c: each call checked whole first, f16/bf16 widened to
  * f32 a row or a chunk at a time, results rounded once on the way out. */
 #include "cpu.h"
 
@@ -107,5 +107,51 @@ int cpu_rope_table(const orin_exec *ex, const orin_rope_table_args *a, orin_dtyp
         cpu_rope_token(&a->x, dt, i, cos_t, sin_t, row);
     }
     free(row);
+    return 0;
+}
+
+/* ---- pos_interp ---- */
+
+/* Patch k of the frame: its four taps' rows of the table (f32, from the table
+ * in dt) blended in double. taps: 4 rows of d floats. */
+static void pos_interp_patch(const orin_pos_interp_args *a, orin_dtype dt, int64_t k,
+                             float *taps, float *out)
+{
+    const int64_t d = a->table.shape[1];
+    int32_t row, col;
+    double fh, fw;
+    orin_patch_rc(k, a->w, a->merge, &row, &col);
+    const int32_t h0 = orin_pos_interp_tap(row, a->h, a->side, &fh);
+    const int32_t w0 = orin_pos_interp_tap(col, a->w, a->side, &fw);
+    const int32_t h1 = h0 + 1 < a->side ? h0 + 1 : a->side - 1;
+    const int32_t w1 = w0 + 1 < a->side ? w0 + 1 : a->side - 1;
+    const int64_t at[4] = {(int64_t)h0 * a->side + w0, (int64_t)h0 * a->side + w1,
+                           (int64_t)h1 * a->side + w0, (int64_t)h1 * a->side + w1};
+    const double wt[4] = {(1 - fh) * (1 - fw), (1 - fh) * fw, fh * (1 - fw), fh * fw};
+    for (int t = 0; t < 4; t++)
+        orin_cpu_load_f32(taps + t * d, orin_cpu_elem(a->table.data, dt, at[t] * d), dt, d);
+    for (int64_t j = 0; j < d; j++)
+        out[j] = (float)(wt[0] * taps[j] + wt[1] * taps[d + j] + wt[2] * taps[2 * d + j] +
+                         wt[3] * taps[3 * d + j]);
+}
+
+int cpu_pos_interp(const orin_exec *ex, const orin_pos_interp_args *a, orin_dtype dt)
+{
+    const char *label = "pos_interp (common)";
+    if (orin_check_pos_interp(label, ex, a, CPU, dt))
+        return -1;
+
+    const int64_t d = a->table.shape[1], area = (int64_t)a->h * a->w;
+    const int64_t frames = a->out.shape[0] / area;
+    float *buf = malloc(5 * (size_t)d * sizeof(float));
+    if (!buf)
+        return orin_error_set("%s: out of memory for %lld floats", label, 5 * (long long)d);
+    float *row = buf + 4 * d;
+    for (int64_t k = 0; k < area; k++) {
+        pos_interp_patch(a, dt, k, buf, row);
+        for (int64_t f = 0; f < frames; f++) /* every frame has the same positions */
+            orin_cpu_store_f32(orin_cpu_elem(a->out.data, dt, (f * area + k) * d), dt, row, d);
+    }
+    free(buf);
     return 0;
 }

@@ -31,6 +31,7 @@ int cuda_kv_write(const orin_exec *ex, const orin_kv_write_args *a, orin_dtype d
 int cuda_layernorm(const orin_exec *ex, const orin_layernorm_args *a, orin_dtype dt);
 int cuda_gelu(const orin_exec *ex, const orin_gelu_args *a, orin_dtype dt);
 int cuda_rope_table(const orin_exec *ex, const orin_rope_table_args *a, orin_dtype dt);
+int cuda_pos_interp(const orin_exec *ex, const orin_pos_interp_args *a, orin_dtype dt);
 
 /* The matmul's cuBLASLt workspace (the same for every call). */
 size_t cuda_matmul_workspace_size(const void *args);

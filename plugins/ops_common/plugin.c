@@ -37,6 +37,7 @@ CPU_ENTRIES(matmul_int8, orin_matmul_quant_args)
 CPU_ENTRIES(layernorm, orin_layernorm_args)
 CPU_ENTRIES(gelu, orin_gelu_args)
 CPU_ENTRIES(rope_table, orin_rope_table_args)
+CPU_ENTRIES(pos_interp, orin_pos_interp_args)
 
 /* Everything here only reads its inputs from memory, so all of it could be
  * replayed in a graph; on the CPU there is no graph, and the flag says so for
@@ -90,6 +91,7 @@ CUDA_ENTRIES(matmul_int8, orin_matmul_quant_args)
 CUDA_ENTRIES(layernorm, orin_layernorm_args)
 CUDA_ENTRIES(gelu, orin_gelu_args)
 CUDA_ENTRIES(rope_table, orin_rope_table_args)
+CUDA_ENTRIES(pos_interp, orin_pos_interp_args)
 
 /* Graph-safe for real here: launches sized from shapes only, ids and positions
  * read (and bounds-checked) on the GPU, no sync, no allocation. The matmul
@@ -156,6 +158,7 @@ static const orin_op_impl impls[] = {
     IMPLS(ORIN_OP_LAYERNORM, layernorm),
     IMPLS(ORIN_OP_GELU, gelu),
     IMPLS(ORIN_OP_ROPE_TABLE, rope_table),
+    IMPLS(ORIN_OP_POS_INTERP, pos_interp),
 #ifdef ORIN_HAVE_CUDA
     CUDA_IMPLS(ORIN_OP_EMBEDDING, embedding),
     CUDA_IMPLS(ORIN_OP_RMSNORM, rmsnorm),
@@ -170,6 +173,7 @@ static const orin_op_impl impls[] = {
     CUDA_IMPLS(ORIN_OP_LAYERNORM, layernorm),
     CUDA_IMPLS(ORIN_OP_GELU, gelu),
     CUDA_IMPLS(ORIN_OP_ROPE_TABLE, rope_table),
+    CUDA_IMPLS(ORIN_OP_POS_INTERP, pos_interp),
     SAMPLE_IMPLS(cuda_, ORIN_DEVICE_CUDA, cuda_sample_candidates_workspace_size,
                  cuda_sample_candidates_supports),
     FUSED_IMPLS(ORIN_OP_ADD_RMSNORM, add_rmsnorm, NULL, NULL),

@@ -326,6 +326,105 @@ static void test_rope_table(orin_dtype dt)
     ops_release();
 }
 
+/* ---- pos_interp ---- */
+
+/* transformers' fast_pos_embed_interpolate, written out per axis: the target
+ * positions linspace(0, side - 1, n), floor and ceil (clamped) taps, and the
+ * fractional part as the ceil tap's weight. */
+static void axis_reference(int32_t i, int32_t n, int32_t side, int32_t tap[2], double wt[2])
+{
+    const double pos = n == 1 ? 0.0 : (double)(side - 1) * i / (n - 1);
+    tap[0] = (int32_t)floor(pos);
+    tap[1] = tap[0] + 1 > side - 1 ? side - 1 : tap[0] + 1;
+    wt[1] = pos - tap[0];
+    wt[0] = 1.0 - wt[1];
+}
+
+/* The reference walks the grid window by window (merge x merge patches each,
+ * windows row-major, patches row-major inside), as the processor orders them. */
+static void pos_interp_case(orin_dtype dt, int32_t side, int32_t h, int32_t w, int32_t merge,
+                            int64_t d, int64_t frames)
+{
+    ops_rng rng = {.state = 4000 + (uint64_t)(side * 31 + h * 7 + w * 3 + d + frames)};
+    const int64_t area = (int64_t)h * w, rows = frames * area;
+    ops_buf table = ops_buf_random(&rng, dt, (size_t)(side * side * d), -1, 1);
+    ops_buf out = ops_buf_nan(dt, (size_t)(rows * d));
+    double *ref = malloc((size_t)(rows * d) * sizeof(double));
+    double *scale = malloc((size_t)(rows * d) * sizeof(double));
+    int64_t k = 0;
+    for (int32_t wr = 0; wr < h / merge; wr++)
+        for (int32_t wc = 0; wc < w / merge; wc++)
+            for (int32_t i = 0; i < merge; i++)
+                for (int32_t j = 0; j < merge; j++, k++) {
+                    int32_t th[2], tw[2];
+                    double wh[2], ww[2];
+                    axis_reference(wr * merge + i, h, side, th, wh);
+                    axis_reference(wc * merge + j, w, side, tw, ww);
+                    for (int64_t c = 0; c < d; c++) {
+                        double sum = 0, mag = 0;
+                        for (int a = 0; a < 2; a++)
+                            for (int b = 0; b < 2; b++) {
+                                double t = table.value[((int64_t)th[a] * side + tw[b]) * d + c];
+                                sum += wh[a] * ww[b] * t;
+                                mag += fabs(wh[a] * ww[b] * t);
+                            }
+                        for (int64_t f = 0; f < frames; f++) {
+                            ref[(f * area + k) * d + c] = sum;
+                            scale[(f * area + k) * d + c] = mag;
+                        }
+                    }
+                }
+    orin_pos_interp_args a = {
+        .table = ops_tensor(table.data, dt, 2, (int64_t[]){(int64_t)side * side, d}),
+        .out = ops_tensor(out.data, dt, 2, (int64_t[]){rows, d}),
+        .side = side, .h = h, .w = w, .merge = merge,
+    };
+    orin_exec ex = ops_test_exec(0);
+    char what[128];
+    snprintf(what, sizeof what, "pos_interp %s side %d grid %d x %d merge %d d %lld x%lld",
+             orin_dtype_name(dt), side, h, w, merge, (long long)d, (long long)frames);
+    if (run(ops_test_impl(ORIN_OP_POS_INTERP, "common", dt), &ex, &a) == 0) {
+        ops_buf_fetch(&out);
+        ops_check_close(what, &out, ref, scale, ops_tol(dt), ops_atol(dt));
+    }
+    free(ref);
+    free(scale);
+    ops_buf_free(&table);
+    ops_buf_free(&out);
+    ops_release();
+}
+
+static void test_pos_interp(orin_dtype dt)
+{
+    pos_interp_case(dt, 4, 2, 2, 2, 8, 1);
+    pos_interp_case(dt, 48, 24, 32, 2, 72, 2);  /* a downscale, Qwen3-VL's table side */
+    pos_interp_case(dt, 5, 6, 4, 2, 3, 1);      /* no vector width divides d */
+    pos_interp_case(dt, 4, 10, 6, 2, 16, 1);    /* an upscale */
+    pos_interp_case(dt, 3, 1, 3, 1, 8, 3);      /* a grid one patch high */
+    pos_interp_case(dt, 1, 2, 2, 1, 4, 1);      /* a table of one position */
+    pos_interp_case(dt, 7, 4, 48, 4, 40, 1);    /* extreme aspect, merge 4 */
+
+    orin_exec ex = ops_test_exec(0);
+    const orin_op_impl *impl = ops_test_impl(ORIN_OP_POS_INTERP, "common", dt);
+    float table[64] = {0}, out[64] = {0};
+    orin_pos_interp_args a = {
+        .table = ops_tensor(table, dt, 2, (int64_t[]){9, 4}),
+        .out = ops_tensor(out, dt, 2, (int64_t[]){6, 4}),
+        .side = 3, .h = 2, .w = 2, .merge = 2,
+    };
+    ops_expect_error("frames", impl, &ex, &a, "out: 6 rows are no whole number of 2 x 2");
+    a.out.shape[0] = 4;
+    a.side = 2;
+    ops_expect_error("side", impl, &ex, &a, "table: 9 rows for a grid of side 2");
+    a.side = 3;
+    a.w = 3;
+    ops_expect_error("merge", impl, &ex, &a, "grid 2 x 3: both must be positive multiples");
+    a.w = 2;
+    a.out = ops_tensor(out, dt, 2, (int64_t[]){4, 5});
+    ops_expect_error("width", impl, &ex, &a, "out: dimension 1 is 5");
+    ops_release();
+}
+
 /* ---- attention.full ---- */
 
 typedef struct full_case {
@@ -546,6 +645,7 @@ static void test_registrations(void)
         {ORIN_OP_LAYERNORM, "common"},
         {ORIN_OP_GELU, "common"},
         {ORIN_OP_ROPE_TABLE, "common"},
+        {ORIN_OP_POS_INTERP, "common"},
         {ORIN_OP_ATTENTION_FULL, "mha"},
     };
     orin_exec ex = ops_test_exec(0);
@@ -581,6 +681,7 @@ int main(int argc, char **argv)
         test_layernorm(dt);
         test_gelu(dt);
         test_rope_table(dt);
+        test_pos_interp(dt);
         test_attention_full(dt);
         test_attention_full_fa2(dt);
     }

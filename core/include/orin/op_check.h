@@ -109,6 +109,10 @@ int orin_check_gelu(const char *label, const orin_exec *ex, const orin_gelu_args
  * from both. */
 int orin_check_rope_table(const char *label, const orin_exec *ex,
                           const orin_rope_table_args *a, orin_device_kind device, orin_dtype dt);
+/* pos_interp: table [side * side, d] with side >= 1, out [frames * h * w, d]
+ * apart from it, h and w positive multiples of merge >= 1. */
+int orin_check_pos_interp(const char *label, const orin_exec *ex,
+                          const orin_pos_interp_args *a, orin_device_kind device, orin_dtype dt);
 /* attention.full: q and out [n, H, hd], k and v [n, Hkv, hd] with H a multiple
  * of Hkv, cu_seqlens i32 [segments + 1] (at least 2 entries), a finite
  * positive scale, out apart from q, k and v. The values of cu_seqlens are the

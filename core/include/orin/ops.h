@@ -36,11 +36,13 @@ extern "C" {
 #define ORIN_OP_ATTENTION_DECODE   "attention.decode"
 
 /* The vision encoders' ops (Qwen3-VL): LayerNorm, GELU, rotary embedding from
- * tables the caller computes, and attention without a cache or a mask. */
+ * tables the caller computes, attention without a cache or a mask, and the
+ * learned position embedding resampled to an image's patch grid. */
 #define ORIN_OP_LAYERNORM          "layernorm"
 #define ORIN_OP_GELU               "gelu"
 #define ORIN_OP_ROPE_TABLE         "rope.table"
 #define ORIN_OP_ATTENTION_FULL     "attention.full"
+#define ORIN_OP_POS_INTERP         "pos_interp"
 
 /* Fused ops: each computes what a sequence of the ops above computes, in fewer
  * passes over memory and fewer launches. A model uses one where the registry
@@ -232,6 +234,45 @@ typedef struct orin_attention_full_args {
     orin_tensor cu_seqlens;
     float scale;          /* usually 1/sqrt(hd) */
 } orin_attention_full_args;
+
+/* Qwen3-VL's learned position embedding resampled to a frame's patch grid:
+ * bilinear with align_corners over a side x side table, as transformers'
+ * fast_pos_embed_interpolate. Patch k of a frame sits at (row, col) of its
+ * h x w grid (orin_patch_rc: merge-window order); out[k, :] is the blend of the
+ * four table rows around (row (side-1)/(h-1), col (side-1)/(w-1)), weights
+ * from orin_pos_interp_tap. out holds one or more frames, all alike.
+ *   table [side * side, d], out [frames * h * w, d]; h and w multiples of merge. */
+typedef struct orin_pos_interp_args {
+    orin_tensor table;
+    orin_tensor out;
+    int32_t side;         /* the table's grid: side x side learned positions */
+    int32_t h, w;         /* the frame's patch grid */
+    int32_t merge;        /* the spatial merge size: it orders the patches */
+} orin_pos_interp_args;
+
+/* Row and column of patch k of a frame w patches wide whose patches come in
+ * merge-window order: windows of merge x merge patches in row-major order,
+ * row-major within a window (the 2x2 shuffle is then four consecutive rows). */
+static inline ORIN_HOST_DEVICE void orin_patch_rc(int64_t k, int32_t w, int32_t merge,
+                                                  int32_t *row, int32_t *col)
+{
+    const int64_t windows_wide = w / merge, window = k / ((int64_t)merge * merge);
+    const int32_t in_window = (int32_t)(k % ((int64_t)merge * merge));
+    *row = (int32_t)(window / windows_wide) * merge + in_window / merge;
+    *col = (int32_t)(window % windows_wide) * merge + in_window % merge;
+}
+
+/* One axis of the bilinear resampling with align_corners: target i of n maps to
+ * source i (side-1) / (n-1); returns the lower tap (the upper is that + 1,
+ * clamped to side - 1) and sets *frac, the upper tap's weight. */
+static inline ORIN_HOST_DEVICE int32_t orin_pos_interp_tap(int32_t i, int32_t n, int32_t side,
+                                                           double *frac)
+{
+    const double src = (double)i * (side - 1) / (double)(n > 1 ? n - 1 : 1);
+    const int32_t lo = (int32_t)src; /* src >= 0: truncation is floor */
+    *frac = src - lo;
+    return lo;
+}
 
 /* ---- fused ops ---- */
 

@@ -480,6 +480,28 @@ int orin_check_rope_table(const char *label, const orin_exec *ex,
                : 0;
 }
 
+int orin_check_pos_interp(const char *label, const orin_exec *ex,
+                          const orin_pos_interp_args *a, orin_device_kind device, orin_dtype dt)
+{
+    if (orin_check_exec(label, ex, device) ||
+        orin_check_tensor(label, "table", &a->table, device, dt, 2, 2) ||
+        orin_check_tensor(label, "out", &a->out, device, dt, 2, 2) ||
+        orin_check_dim(label, "out", &a->out, 1, a->table.shape[1]) ||
+        orin_check_alias(label, "out", &a->out, "table", &a->table, false))
+        return -1;
+    if (a->side < 1 || a->table.shape[0] != (int64_t)a->side * a->side)
+        return orin_error_set("%s: table: %lld rows for a grid of side %d (side^2 rows)", label,
+                              (long long)a->table.shape[0], a->side);
+    if (a->merge < 1 || a->h < 1 || a->w < 1 || a->h % a->merge || a->w % a->merge)
+        return orin_error_set("%s: grid %d x %d: both must be positive multiples of the merge "
+                              "size %d", label, a->h, a->w, a->merge);
+    const int64_t area = (int64_t)a->h * a->w;
+    if (a->out.shape[0] % area != 0)
+        return orin_error_set("%s: out: %lld rows are no whole number of %d x %d frames", label,
+                              (long long)a->out.shape[0], a->h, a->w);
+    return 0;
+}
+
 int orin_check_attention_full(const char *label, const orin_exec *ex,
                               const orin_attention_full_args *a, orin_device_kind device,
                               orin_dtype dt)
