@@ -125,8 +125,10 @@ int orin_model_prefill_on_device(orin_model *m, const int32_t *ids, int32_t n, i
 int32_t orin_model_sample(orin_model *m, orin_sampler *s, const int32_t *history, int32_t n);
 
 /* Times every op of the decode steps that follow into p (NULL: stop): the
- * steps then run eagerly, op by op (orin_graph_run_profiled), for --profile.
- * A Qwen3-VL model's vision encoder times its ops into p too. */
+ * steps then run eagerly, op by op (orin_graph_run_profiled), for --profile. */
 void orin_model_set_profile(orin_model *m, orin_profile *p);
+/* The same for the vision encoder's runs (one run an encoder call); nothing
+ * for a model without one. */
+void orin_model_set_vision_profile(orin_model *m, orin_profile *p);
 
 #endif

@@ -1898,6 +1898,10 @@ int orin_model_decode(orin_model *m, int32_t id, int32_t pos, float *logits)
 void orin_model_set_profile(orin_model *m, orin_profile *p)
 {
     m->profile = p;
+}
+
+void orin_model_set_vision_profile(orin_model *m, orin_profile *p)
+{
     if (m->vision)
         orin_vision_set_profile(m->vision, p);
 }

@@ -13,8 +13,9 @@
  * the four patches of a merged token are four consecutive rows, and [n, d]
  * read as [n/4, 4d] is the shuffled tensor.
  *
- * The stages run as small graphs one after another (embedding, each block,
- * the merger), so that a trace can copy the residual stream back after each. */
+ * The encoder is one graph of ops; with a trace its stages (embedding, each
+ * block, the merger) run as they are built, so that the residual stream can be
+ * copied back after each. */
 #include "qwen3_vl_vision.h"
 
 #include "orin/cpu_util.h"
@@ -699,21 +700,24 @@ static void add_residual(const orin_vision_encoder *e, builder *b, orin_tensor x
     ADD(b, e->op.add, a, label);
 }
 
-static void add_block(const orin_vision_encoder *e, builder *b, const run_bufs *r,
-                      const vision_block *B)
+static void add_block(const orin_vision_encoder *e, builder *b, const run_bufs *r, int i)
 {
     const orin_vision_config *c = &e->cfg;
+    const vision_block *B = &e->blocks[i];
     const int64_t n = r->n, d = c->hidden;
     const int64_t heads[3] = {n, c->heads, c->head_dim};
     const orin_tensor *qkv[3] = {&r->q, &r->k, &r->v};
+    static const char *const qkv_names[3] = {"q", "k", "v"};
+    char label[48];
+#define LABEL(name) (snprintf(label, sizeof label, "block %d %s", i, name), label)
 
-    add_norm(e, b, r->x, B->norm1_w, B->norm1_b, r->h, "norm1");
-    for (int i = 0; i < 3; i++)
-        add_linear(e, b, r->h, rows_of(&B->qkv_w, i * d, d), rows_of(&B->qkv_b, i * d, d),
-                   *qkv[i], i == 0 ? "q" : i == 1 ? "k" : "v");
-    for (int i = 0; i < 2; i++) {
-        orin_rope_table_args a = {.x = reshaped(qkv[i], 3, heads), .cos = r->cos, .sin = r->sin};
-        ADD(b, e->op.rope_table, a, i == 0 ? "rope q" : "rope k");
+    add_norm(e, b, r->x, B->norm1_w, B->norm1_b, r->h, LABEL("norm1"));
+    for (int p = 0; p < 3; p++)
+        add_linear(e, b, r->h, rows_of(&B->qkv_w, p * d, d), rows_of(&B->qkv_b, p * d, d),
+                   *qkv[p], LABEL(qkv_names[p]));
+    for (int p = 0; p < 2; p++) {
+        orin_rope_table_args a = {.x = reshaped(qkv[p], 3, heads), .cos = r->cos, .sin = r->sin};
+        ADD(b, e->op.rope_table, a, LABEL(p == 0 ? "rope q" : "rope k"));
     }
     orin_attention_full_args at = {
         .q = reshaped(&r->q, 3, heads),
@@ -723,14 +727,15 @@ static void add_block(const orin_vision_encoder *e, builder *b, const run_bufs *
         .cu_seqlens = r->cu,
         .scale = (float)(1.0 / sqrt((double)c->head_dim)),
     };
-    ADD(b, e->op.attention, at, "attention");
-    add_linear(e, b, r->attn, B->proj_w, B->proj_b, r->o, "attn proj");
-    add_residual(e, b, r->x, r->o, "residual");
-    add_norm(e, b, r->x, B->norm2_w, B->norm2_b, r->h, "norm2");
-    add_linear(e, b, r->h, B->fc1_w, B->fc1_b, r->f, "fc1");
-    add_gelu(e, b, r->f, c->act, "act");
-    add_linear(e, b, r->f, B->fc2_w, B->fc2_b, r->o, "fc2");
-    add_residual(e, b, r->x, r->o, "residual");
+    ADD(b, e->op.attention, at, LABEL("attention"));
+    add_linear(e, b, r->attn, B->proj_w, B->proj_b, r->o, LABEL("attn proj"));
+    add_residual(e, b, r->x, r->o, LABEL("residual"));
+    add_norm(e, b, r->x, B->norm2_w, B->norm2_b, r->h, LABEL("norm2"));
+    add_linear(e, b, r->h, B->fc1_w, B->fc1_b, r->f, LABEL("fc1"));
+    add_gelu(e, b, r->f, c->act, LABEL("act"));
+    add_linear(e, b, r->f, B->fc2_w, B->fc2_b, r->o, LABEL("fc2"));
+    add_residual(e, b, r->x, r->o, LABEL("residual"));
+#undef LABEL
 }
 
 /* A merger on the residual stream x [n, d] into out [merged, out_hidden]:
@@ -785,7 +790,8 @@ static float *fetch(orin_vision_encoder *e, const orin_tensor *t)
     return out;
 }
 
-/* Runs the nodes g holds, then empties it for the next stage. */
+/* Runs the nodes g holds, then empties it for the next stage (with a
+ * profile: one run of it). */
 static int run_stage(orin_vision_encoder *e, run_bufs *r, builder *b)
 {
     if (b->rc != 0)
@@ -800,6 +806,13 @@ static int run_stage(orin_vision_encoder *e, run_bufs *r, builder *b)
     return rc;
 }
 
+/* The nodes built so far run now with trace, so that their output can be
+ * copied back; else they wait, and the whole encoder runs as one graph. */
+static int stage_end(orin_vision_encoder *e, run_bufs *r, builder *b, bool trace)
+{
+    return trace ? run_stage(e, r, b) : b->rc;
+}
+
 /* The stages in order; with trace each one's output is copied back, and the
  * results are unless the caller gave their device tensors (out NULL). */
 static int run_all(orin_vision_encoder *e, run_bufs *r, const orin_vision_grid *grids,
@@ -809,33 +822,32 @@ static int run_all(orin_vision_encoder *e, run_bufs *r, const orin_vision_grid *
     builder b = {.g = orin_graph_create()};
     if (!b.g)
         return orin_error_set("vision encoder: out of memory");
-    int rc = 0;
     add_linear(e, &b, r->pixels, e->patch_w, e->patch_b, r->x, "patch_embed");
     add_pos_interp(e, &b, r, grids, n_images);
-    rc = run_stage(e, r, &b);
+    int rc = stage_end(e, r, &b, trace);
     if (rc == 0 && trace)
         rc = (out->patch_embed = fetch(e, &r->x)) && (out->pos_embed = fetch(e, &r->pos)) ? 0 : -1;
     if (rc == 0) {
         add_residual(e, &b, r->x, r->pos, "pos_embed");
-        rc = run_stage(e, r, &b);
+        rc = stage_end(e, r, &b, trace);
     }
     if (rc == 0 && trace)
         rc = (out->embed = fetch(e, &r->x)) ? 0 : -1;
     for (int i = 0; rc == 0 && i < c->depth; i++) {
-        add_block(e, &b, r, &e->blocks[i]);
+        add_block(e, &b, r, i);
         for (int j = 0; j < c->n_deepstack; j++)
             if (c->deepstack[j] == i)
                 add_merger(e, &b, r, &e->deepstack[j], true, r->deep[j]);
-        rc = run_stage(e, r, &b);
+        rc = stage_end(e, r, &b, trace);
         if (rc == 0 && trace)
             rc = (out->blocks[i] = fetch(e, &r->x)) ? 0 : -1;
-        if (rc != 0)
-            orin_error_prefix("vision block %d: ", i);
     }
     if (rc == 0) {
         add_merger(e, &b, r, &e->merger, false, r->embeds);
         rc = run_stage(e, r, &b);
     }
+    if (rc != 0)
+        orin_error_prefix("vision encoder: ");
     if (rc == 0 && out)
         rc = (out->embeds = fetch(e, &r->embeds)) ? 0 : -1;
     for (int j = 0; rc == 0 && out && j < c->n_deepstack; j++)

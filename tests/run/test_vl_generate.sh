@@ -56,6 +56,15 @@ cmp -s "$tmp/out" "$tmp/out2"; check "generate.image gives the --image reply" $?
 grep -q "1 image: preprocess [0-9.]* ms, vision encoder [0-9.]* ms" "$tmp/err"
 check "stats line: image times" $?
 
+# --profile: the vision encoder's table after the decode steps' (one run an
+# encoder call), the same reply as without it.
+run -p "$prompt" --image "$data/vision/image1.png" --set generate.max_tokens="$n_gen" \
+  --set generate.stream=false --profile >"$tmp/out3" 2>"$tmp/err"
+cmp -s "$tmp/out2" "$tmp/out3" && grep -q "^vision encoder (a run is one call of it):" "$tmp/err" &&
+  grep -q "^profile: 1 runs on cpu" "$tmp/err" && grep -q "^attention (attention.full, " "$tmp/err" &&
+  grep -q "^fc1 (matmul, " "$tmp/err"
+check "--profile with an image: the vision encoder's ops, the same reply" $?
+
 # --max-pixels shrinks the image: fewer pad tokens in the prompt.
 run -p "$prompt" --image "$data/vision/image1.png" --max-pixels 3136 \
   --set generate.max_tokens=1 --json >/dev/null 2>"$tmp/err"

@@ -48,7 +48,7 @@ int orin_graph_run(const orin_graph *g, const orin_exec *ex);
 
 /* ---- profiles ----
  * Time per node over many runs of a graph, summed by node kind (the label
- * without its "layer N " prefix) for the report: time per run, bytes per run
+ * without its "layer N " or "block N " prefix) for the report: time per run, bytes per run
  * and the bandwidth that makes. Timed with device events where the device has
  * them (a GPU: each node between two events on the stream, so launch gaps stay
  * out), else with the wall clock around each node (host ops are synchronous). */
@@ -56,6 +56,8 @@ typedef struct orin_profile orin_profile;
 
 orin_profile *orin_profile_create(orin_device *dev);
 void orin_profile_free(orin_profile *p);
+/* Runs timed so far. */
+long orin_profile_runs(const orin_profile *p);
 /* orin_graph_run, timing every node; kv_len is the cache positions the run's
  * attention reads (for the bytes of per_position). Synchronises at the end. */
 int orin_graph_run_profiled(const orin_graph *g, const orin_exec *ex, orin_profile *p,

@@ -149,12 +149,18 @@ void orin_profile_free(orin_profile *p)
     free(p);
 }
 
-/* The node's kind: its label without "layer N ", and its op and provider. */
+long orin_profile_runs(const orin_profile *p)
+{
+    return p ? p->runs : 0;
+}
+
+/* The node's kind: its label without a "layer N " or "block N " prefix (any
+ * lower-case word and a number), and its op and provider. */
 static void node_kind(const orin_node *node, char *out, size_t cap)
 {
     const char *label = node->label;
     int skip = 0;
-    if (sscanf(label, "layer %*d %n", &skip) == 0 && skip > 0)
+    if (sscanf(label, "%*[a-z] %*d %n", &skip) == 0 && skip > 0)
         label += skip;
     snprintf(out, cap, "%s (%s, %s)", label, node->impl->op, node->impl->provider);
 }
