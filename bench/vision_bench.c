@@ -7,7 +7,7 @@
  * this is the part bench/notes/vl.md tunes.
  *
  * usage: vision_bench MODEL_DIR [--dtype f16|bf16] [--grid HxW] [--runs N]
- *                     [--attention PROVIDER]
+ *                     [--attention PROVIDER] [--plugins DIR]
  * The grid is in patches (default 48x64: a 1,024 x 768 image at patch 16).
  * Exit 77 without a GPU. */
 #define _POSIX_C_SOURCE 200809L
@@ -51,7 +51,7 @@ static void encoder_flops(const orin_vision_config *c, double n, double *mm, dou
 static int usage(const char *prog)
 {
     fprintf(stderr, "usage: %s MODEL_DIR [--dtype f16|bf16] [--grid HxW] [--runs N] "
-                    "[--attention PROVIDER]\n", prog);
+                    "[--attention PROVIDER] [--plugins DIR]\n", prog);
     return 2;
 }
 
@@ -72,26 +72,33 @@ static int alloc_outputs(bench *b, const orin_vision_config *c, int64_t merged, 
 
 int main(int argc, char **argv)
 {
-    const char *dir = NULL, *attention = "fa2";
+    const char *dir = NULL, *attention = "fa2", *plugin_dir = ORIN_PLUGIN_DIR;
     orin_dtype dt = ORIN_F16;
     int h = 48, w = 64, runs = 20;
     for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (arg[0] != '-' && !dir)
+        const char *arg = argv[i];
+        if (arg[0] != '-') {
+            if (dir)
+                return usage(argv[0]);
             dir = arg;
-        else if (!val)
+            continue;
+        }
+        const char *val = ++i < argc ? argv[i] : NULL;
+        if (!val)
             return usage(argv[0]);
-        else if (!strcmp(arg, "--dtype") && (i++, true))
+        if (!strcmp(arg, "--dtype"))
             dt = !strcmp(val, "bf16") ? ORIN_BF16 : ORIN_F16;
-        else if (!strcmp(arg, "--grid") && (i++, true)) {
+        else if (!strcmp(arg, "--grid")) {
             if (sscanf(val, "%dx%d", &h, &w) != 2 || h < 1 || w < 1)
                 return usage(argv[0]);
-        } else if (!strcmp(arg, "--runs") && (i++, true)) {
+        } else if (!strcmp(arg, "--runs")) {
             runs = atoi(val);
             if (runs < 1 || runs > MAX_RUNS)
                 return usage(argv[0]);
-        } else if (!strcmp(arg, "--attention") && (i++, true))
+        } else if (!strcmp(arg, "--attention"))
             attention = val;
+        else if (!strcmp(arg, "--plugins"))
+            plugin_dir = val;
         else
             return usage(argv[0]);
     }
@@ -99,7 +106,7 @@ int main(int argc, char **argv)
         return usage(argv[0]);
 
     bench b = {0};
-    int rc = bench_open(&b, "vision_bench", ORIN_PLUGIN_DIR);
+    int rc = bench_open(&b, "vision_bench", plugin_dir);
     if (rc != 0)
         return rc;
     orin_vision_encoder *enc = NULL;

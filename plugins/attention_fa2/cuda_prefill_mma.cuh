@@ -748,16 +748,28 @@ template <typename T, int HD> static int fa2_launch_mma_hd(const fa2_prefill_lau
     return orin_error_set("%s: no tile configuration %d", l->label, l->config);
 }
 
-// attention.full: one configuration, 128-row Q tiles of 4 warps (MT 2), KV
-// tiles of 64, double-buffered (no tile is skipped by a causal mask, so the
-// largest tiles pay); head_dim 72 runs in smem rows of 128.
+// attention.full: 128-row Q tiles of 4 warps (MT 2), double-buffered KV tiles
+// (no tile is skipped by a causal mask, so large tiles pay). head_dim 72 runs
+// in smem rows of 128 with Q re-read from smem (its 5 k-steps x MT 2 take more
+// registers than the 32 kept): at KV tiles of 64 that is 96 KB a block, 2
+// blocks an SM, and Qwen3-VL's 16 heads x 24 tiles of a 3,072-patch image ran
+// in 1.45 waves on 132 SMs (216 us a call, H200). KV tiles of 32 take 64 KB,
+// 3 blocks an SM (ptxas held to 168 registers): one wave
+// (FA2_FULL72_BKV / FA2_FULL72_MIN_BLOCKS: the A/B's knobs, notes/fa2-prefill.md).
+#ifndef FA2_FULL72_BKV
+#define FA2_FULL72_BKV 32
+#endif
+#ifndef FA2_FULL72_MIN_BLOCKS
+#define FA2_FULL72_MIN_BLOCKS 3
+#endif
 template <typename T> static int fa2_launch_full(const fa2_prefill_launch *l)
 {
     switch (l->head_dim) {
     case 64:
         return fa2_launch_mma<T, 64, 128, 64, 4, 2, 1, 1, 64, true>(l);
     case 72:
-        return fa2_launch_mma<T, 128, 128, 64, 4, 2, 1, 1, 72, true>(l);
+        return fa2_launch_mma<T, 128, 128, FA2_FULL72_BKV, 4, 2, FA2_FULL72_MIN_BLOCKS, 1, 72,
+                              true>(l);
     case 128:
         return fa2_launch_mma<T, 128, 128, 64, 4, 2, 1, 1, 128, true>(l);
     }
