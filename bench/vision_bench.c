@@ -7,7 +7,7 @@
  * this is the part bench/notes/vl.md tunes.
  *
  * usage: vision_bench MODEL_DIR [--dtype f16|bf16] [--grid HxW] [--runs N]
- *                     [--attention PROVIDER] [--plugins DIR]
+ *                     [--attention PROVIDER] [--plugins DIR] [--fused 0|1]
  * The grid is in patches (default 48x64: a 1,024 x 768 image at patch 16).
  * Exit 77 without a GPU. */
 #define _POSIX_C_SOURCE 200809L
@@ -51,7 +51,7 @@ static void encoder_flops(const orin_vision_config *c, double n, double *mm, dou
 static int usage(const char *prog)
 {
     fprintf(stderr, "usage: %s MODEL_DIR [--dtype f16|bf16] [--grid HxW] [--runs N] "
-                    "[--attention PROVIDER] [--plugins DIR]\n", prog);
+                    "[--attention PROVIDER] [--plugins DIR] [--fused 0|1]\n", prog);
     return 2;
 }
 
@@ -75,6 +75,7 @@ int main(int argc, char **argv)
     const char *dir = NULL, *attention = "fa2", *plugin_dir = ORIN_PLUGIN_DIR;
     orin_dtype dt = ORIN_F16;
     int h = 48, w = 64, runs = 20;
+    bool fused = true;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (arg[0] != '-') {
@@ -99,6 +100,8 @@ int main(int argc, char **argv)
             attention = val;
         else if (!strcmp(arg, "--plugins"))
             plugin_dir = val;
+        else if (!strcmp(arg, "--fused"))
+            fused = strcmp(val, "0") != 0;
         else
             return usage(argv[0]);
     }
@@ -113,7 +116,8 @@ int main(int argc, char **argv)
     orin_vision_device_output out = {0};
     orin_profile *prof = NULL;
     const orin_vision_options opt = {.path = dir, .dtype = dt, .device = b.dev,
-                                     .registry = b.reg, .attention = attention};
+                                     .registry = b.reg, .attention = attention,
+                                     .fused_ops = fused};
     if (orin_vision_load(&opt, &enc) != 0)
         goto fail;
     const orin_vision_config *c = orin_vision_get_config(enc);
@@ -138,10 +142,10 @@ int main(int argc, char **argv)
     const double median = bench_median(secs, runs);
     double mm, att;
     encoder_flops(c, (double)n, &mm, &att);
-    printf("vision encoder %s, %s attention, grid %dx%d (%lld patches), %d blocks: "
+    printf("vision encoder %s, %s attention%s, grid %dx%d (%lld patches), %d blocks: "
            "%.2f ms a call (median of %d), matmuls %.2f TFLOP + attention %.2f TFLOP: "
            "%.0f TFLOP/s\n",
-           orin_dtype_name(dt), attention, h, w, (long long)n, c->depth, median * 1e3, runs,
+           orin_dtype_name(dt), attention, fused ? "" : ", fused ops off", h, w, (long long)n, c->depth, median * 1e3, runs,
            mm / 1e12, att / 1e12, (mm + att) / median / 1e12);
 
     if (!(prof = orin_profile_create(b.dev)))

@@ -1461,7 +1461,8 @@ static int load_vision(orin_model *m, const orin_model_options *opt)
 {
     const orin_vision_options vo = {.path = opt->path, .dtype = m->dtype, .device = m->dev,
                                     .registry = opt->registry, .strict = opt->strict,
-                                    .attention = opt->attention};
+                                    .attention = opt->attention,
+                                    .fused_ops = opt->fused_ops};
     if (orin_vision_load(&vo, &m->vision) != 0)
         return -1;
     const orin_vision_config *vc = orin_vision_get_config(m->vision);

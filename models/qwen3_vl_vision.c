@@ -46,6 +46,8 @@ typedef struct vision_merger {
 
 typedef struct vision_ops {
     const orin_op_impl *matmul, *add, *layernorm, *gelu, *rope_table, *attention, *pos_interp;
+    /* optional (NULL: the sequence runs): a product with its GELU, with the residual add */
+    const orin_op_impl *matmul_gelu, *matmul_add;
 } vision_ops;
 
 struct orin_vision_encoder {
@@ -395,6 +397,17 @@ static int bind_ops(orin_vision_encoder *e, const orin_vision_options *opt)
         if (!*table[i].dst)
             return orin_error_prefix("vision encoder: ");
     }
+    if (!opt->fused_ops)
+        return 0;
+    const struct {
+        const char *op;
+        const orin_op_impl **dst;
+    } fused[] = {{ORIN_OP_MATMUL_GELU, &e->op.matmul_gelu}, {ORIN_OP_MATMUL_ADD, &e->op.matmul_add}};
+    for (size_t i = 0; i < sizeof fused / sizeof fused[0]; i++) {
+        orin_bind_request req = {.op = fused[i].op, .device = e->dev->kind, .dtype = e->dtype};
+        *fused[i].dst = orin_registry_bind(opt->registry, &req); /* none: no error */
+    }
+    orin_error_clear();
     return 0;
 }
 
@@ -700,6 +713,34 @@ static void add_residual(const orin_vision_encoder *e, builder *b, orin_tensor x
     ADD(b, e->op.add, a, label);
 }
 
+/* y = gelu(x . w^T + bias): one op where bound, else the matmul then the gelu. */
+static void add_linear_gelu(const orin_vision_encoder *e, builder *b, orin_tensor x,
+                            orin_tensor w, orin_tensor bias, orin_tensor y, orin_gelu_kind kind,
+                            const char *label)
+{
+    if (e->op.matmul_gelu) {
+        orin_matmul_gelu_args a = {.x = x, .w = w, .bias = bias, .y = y, .kind = kind};
+        ADD(b, e->op.matmul_gelu, a, label);
+        return;
+    }
+    add_linear(e, b, x, w, bias, y, label);
+    add_gelu(e, b, y, kind, label);
+}
+
+/* x += h . w^T + bias: one op where bound, else the matmul into tmp then the add. */
+static void add_linear_residual(const orin_vision_encoder *e, builder *b, orin_tensor h,
+                                orin_tensor w, orin_tensor bias, orin_tensor x, orin_tensor tmp,
+                                const char *label)
+{
+    if (e->op.matmul_add) {
+        orin_matmul_args a = {.x = h, .w = w, .bias = bias, .y = x};
+        ADD(b, e->op.matmul_add, a, label);
+        return;
+    }
+    add_linear(e, b, h, w, bias, tmp, label);
+    add_residual(e, b, x, tmp, label);
+}
+
 static void add_block(const orin_vision_encoder *e, builder *b, const run_bufs *r, int i)
 {
     const orin_vision_config *c = &e->cfg;
@@ -728,13 +769,10 @@ static void add_block(const orin_vision_encoder *e, builder *b, const run_bufs *
         .scale = (float)(1.0 / sqrt((double)c->head_dim)),
     };
     ADD(b, e->op.attention, at, LABEL("attention"));
-    add_linear(e, b, r->attn, B->proj_w, B->proj_b, r->o, LABEL("attn proj"));
-    add_residual(e, b, r->x, r->o, LABEL("residual"));
+    add_linear_residual(e, b, r->attn, B->proj_w, B->proj_b, r->x, r->o, LABEL("attn proj"));
     add_norm(e, b, r->x, B->norm2_w, B->norm2_b, r->h, LABEL("norm2"));
-    add_linear(e, b, r->h, B->fc1_w, B->fc1_b, r->f, LABEL("fc1"));
-    add_gelu(e, b, r->f, c->act, LABEL("act"));
-    add_linear(e, b, r->f, B->fc2_w, B->fc2_b, r->o, LABEL("fc2"));
-    add_residual(e, b, r->x, r->o, LABEL("residual"));
+    add_linear_gelu(e, b, r->h, B->fc1_w, B->fc1_b, r->f, c->act, LABEL("fc1"));
+    add_linear_residual(e, b, r->f, B->fc2_w, B->fc2_b, r->x, r->o, LABEL("fc2"));
 #undef LABEL
 }
 

@@ -44,6 +44,8 @@ typedef struct orin_vision_options {
     bool strict;                           /* a fallback binding is an error */
     const char *attention;                 /* attention.full's provider (attention.backend);
                                               NULL: the reference */
+    bool fused_ops;                        /* matmul.gelu and matmul.add where the registry
+                                              has them (runtime.fused_ops) */
 } orin_vision_options;
 
 /* An image's grid in patches (image_grid_thw): t temporal patches (1 for an

@@ -51,6 +51,9 @@ typedef struct cuda_gemm {
     void *y;
     bool w_kmajor;
     int64_t ldw, ldy;
+    bool accumulate;  /* y += x . w^T + bias: y's contents are added (beta 1) */
+    bool gelu_tanh;   /* y = gelu_tanh(x . w^T + bias), in cuBLASLt's epilogue where it
+                         has one, else a pass over y after (needs ldy == out) */
 } cuda_gemm;
 int cuda_lt_gemm(const orin_exec *ex, const char *label, orin_dtype dt, const cuda_gemm *g,
                  void *ws, size_t ws_bytes);

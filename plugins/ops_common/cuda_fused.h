@@ -22,6 +22,10 @@ int cuda_matmul_swiglu(const orin_exec *ex, const orin_matmul_swiglu_args *a, or
 size_t cuda_matmul_swiglu_workspace_size(const void *args);
 int cuda_rope_kv_write(const orin_exec *ex, const orin_rope_kv_write_args *a, orin_dtype dt);
 bool cuda_rope_kv_write_supports(const void *args, char *why, size_t cap);
+/* matmul.gelu and matmul.add: cuBLASLt's epilogues (cuda_matmul.cu); their
+ * workspace is the matmul's (cuda_matmul_workspace_size). */
+int cuda_matmul_gelu(const orin_exec *ex, const orin_matmul_gelu_args *a, orin_dtype dt);
+int cuda_matmul_add(const orin_exec *ex, const orin_matmul_args *a, orin_dtype dt);
 
 #ifdef __cplusplus
 }

@@ -58,11 +58,13 @@ typedef struct algo_key {
     uint32_t align_x, align_w, align_y; /* bytes: the largest power of two, at most 256 */
     uint32_t align_bias;                /* 0: no bias */
     size_t workspace;                   /* bytes offered */
+    bool gelu;                          /* the GELU (tanh) asked of the epilogue */
 } algo_key;
 
 typedef struct algo_slot {
     bool used;
     bool bias_fused; /* the bias rides in the epilogue; else y is preloaded with it */
+    bool gelu_fused; /* the GELU rides in the epilogue; else a pass over y follows */
     algo_key key;
     cublasLtMatmulAlgo_t algo;
 } algo_slot;
@@ -105,15 +107,19 @@ static cudaDataType_t cuda_type(orin_dtype dt)
     return dt == ORIN_F32 ? CUDA_R_32F : dt == ORIN_F16 ? CUDA_R_16F : CUDA_R_16BF;
 }
 
-/* The descriptors of the mapping at the top; fused_bias NULL: no epilogue. The
- * bias type is left at its default, D's type. A k-major w ([in][out] row-major,
- * ld ldw) is, read column-major, W^T itself: A = w with op N (m = out, k = in). */
-static cublasStatus_t plan_init(matmul_plan *p, const algo_key *k, const void *fused_bias)
+/* The descriptors of the mapping at the top; fused_bias: the bias in the
+ * epilogue (NULL: none), gelu: the GELU (tanh) there too. The bias type is left
+ * at its default, D's type. A k-major w ([in][out] row-major, ld ldw) is, read
+ * column-major, W^T itself: A = w with op N (m = out, k = in). */
+static cublasStatus_t plan_init(matmul_plan *p, const algo_key *k, const void *fused_bias,
+                                bool gelu)
 {
     const cudaDataType_t type = cuda_type(k->dt);
     const int64_t n = k->n, in = k->in, out = k->out;
     const int32_t trans_a = k->w_kmajor ? CUBLAS_OP_N : CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
-    const uint32_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    const uint32_t epilogue = gelu ? (fused_bias ? CUBLASLT_EPILOGUE_GELU_BIAS
+                                                 : CUBLASLT_EPILOGUE_GELU)
+                                   : CUBLASLT_EPILOGUE_BIAS;
     cublasStatus_t st;
     if ((st = cublasLtMatmulDescInit(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F)) !=
             CUBLAS_STATUS_SUCCESS ||
@@ -122,12 +128,14 @@ static cublasStatus_t plan_init(matmul_plan *p, const algo_key *k, const void *f
         (st = cublasLtMatmulDescSetAttribute(&p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b,
                                              sizeof trans_b)) != CUBLAS_STATUS_SUCCESS)
         return st;
+    if ((fused_bias || gelu) &&
+        (st = cublasLtMatmulDescSetAttribute(&p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                             sizeof epilogue)) != CUBLAS_STATUS_SUCCESS)
+        return st;
     if (fused_bias &&
-        ((st = cublasLtMatmulDescSetAttribute(&p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
-                                              sizeof epilogue)) != CUBLAS_STATUS_SUCCESS ||
-         (st = cublasLtMatmulDescSetAttribute(&p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                              &fused_bias, sizeof fused_bias)) !=
-             CUBLAS_STATUS_SUCCESS))
+        (st = cublasLtMatmulDescSetAttribute(&p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                             &fused_bias, sizeof fused_bias)) !=
+            CUBLAS_STATUS_SUCCESS)
         return st;
     if ((st = k->w_kmajor
                   ? cublasLtMatrixLayoutInit(&p->a, type, (uint64_t)out, (uint64_t)in, k->ldw)
@@ -174,7 +182,7 @@ static uint64_t key_hash(const algo_key *k)
         (uint64_t)k->device, (uint64_t)k->dt,      (uint64_t)k->n,       (uint64_t)k->in,
         (uint64_t)k->out,    (uint64_t)k->align_x, (uint64_t)k->align_w, (uint64_t)k->align_y,
         (uint64_t)k->align_bias, (uint64_t)k->workspace, (uint64_t)k->ldw,
-        (uint64_t)k->ldy, (uint64_t)k->w_kmajor,
+        (uint64_t)k->ldy, (uint64_t)k->w_kmajor, (uint64_t)k->gelu,
     };
     uint64_t h = 14695981039346656037ull; /* FNV-1a over the fields */
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
@@ -190,7 +198,7 @@ static bool key_equal(const algo_key *a, const algo_key *b)
            a->out == b->out && a->align_x == b->align_x && a->align_w == b->align_w &&
            a->align_y == b->align_y && a->align_bias == b->align_bias &&
            a->workspace == b->workspace && a->ldw == b->ldw && a->ldy == b->ldy &&
-           a->w_kmajor == b->w_kmajor;
+           a->w_kmajor == b->w_kmajor && a->gelu == b->gelu;
 }
 
 static algo_slot *slot_find(const algo_key *k)
@@ -215,17 +223,17 @@ static algo_slot *slot_to_fill(const algo_key *k)
     return &algo_slots[h % ALGO_SLOTS];
 }
 
-/* cuBLASLt's best algorithm for the key's call, with the bias in the epilogue
- * (fused_bias) or without; *found false when it has none. The alignments are
- * the actual pointers' (sub-views may be 2-byte aligned) and the workspace the
- * one offered. */
+/* cuBLASLt's best algorithm for the key's call, with the bias (fused_bias) and
+ * the GELU (gelu) in the epilogue or without; *found false when it has none.
+ * The alignments are the actual pointers' (sub-views may be 2-byte aligned)
+ * and the workspace the one offered. */
 static int heuristic(const char *label, cublasLtHandle_t handle, const algo_key *k,
-                     const void *fused_bias, cublasLtMatmulAlgo_t *algo, bool *found)
+                     const void *fused_bias, bool gelu, cublasLtMatmulAlgo_t *algo, bool *found)
 {
     matmul_plan plan;
     cublasLtMatmulPreferenceOpaque_t pref;
     const uint64_t workspace = k->workspace;
-    cublasStatus_t st = plan_init(&plan, k, fused_bias);
+    cublasStatus_t st = plan_init(&plan, k, fused_bias, gelu);
     if (st == CUBLAS_STATUS_SUCCESS)
         st = cublasLtMatmulPreferenceInit(&pref);
     const struct {
@@ -263,7 +271,9 @@ static int heuristic(const char *label, cublasLtHandle_t handle, const algo_key 
  * that: the heuristic is meant to read the bias pointer's alignment, but some
  * versions pick kernels that assume 16 bytes of it regardless. Otherwise y is
  * preloaded with the bias and cuBLASLt adds to it (beta 1), which rounds the
- * same way: the sum is f32 and D rounded once. */
+ * same way: the sum is f32 and D rounded once. A GELU asked for goes into the
+ * epilogue with the bias (or alone, without one) where cuBLASLt has that;
+ * never with a preloaded bias (it would have to follow the beta term). */
 static int algo_choose(const char *label, cublasLtHandle_t handle, const algo_key *k,
                        const void *bias, algo_slot *chosen)
 {
@@ -272,14 +282,22 @@ static int algo_choose(const char *label, cublasLtHandle_t handle, const algo_ke
         *chosen = *hit;
         return 0;
     }
-    algo_slot fresh = {.used = true, .bias_fused = false, .key = *k, .algo = {}};
+    algo_slot fresh = {.used = true, .bias_fused = false, .gelu_fused = false, .key = *k,
+                       .algo = {}};
     bool found = false;
-    if (bias && k->align_bias >= 16) {
-        if (heuristic(label, handle, k, bias, &fresh.algo, &found))
+    const bool bias_fusable = bias && k->align_bias >= 16;
+    if (k->gelu && (bias_fusable || !bias)) {
+        if (heuristic(label, handle, k, bias, true, &fresh.algo, &found))
+            return -1;
+        fresh.gelu_fused = found;
+        fresh.bias_fused = found && bias;
+    }
+    if (!found && bias_fusable) {
+        if (heuristic(label, handle, k, bias, false, &fresh.algo, &found))
             return -1;
         fresh.bias_fused = found;
     }
-    if (!found && heuristic(label, handle, k, NULL, &fresh.algo, &found))
+    if (!found && heuristic(label, handle, k, NULL, false, &fresh.algo, &found))
         return -1;
     if (!found)
         return lt_fail(label, k->dt, "no cuBLASLt algorithm", CUBLAS_STATUS_NOT_SUPPORTED, k);
@@ -290,27 +308,37 @@ static int algo_choose(const char *label, cublasLtHandle_t handle, const algo_ke
 
 /* ---- the unfused bias ---- */
 
-/* y[i, :] = bias, for a cuBLASLt call with beta 1 to add x . w^T to. Launch:
- * grid min(ceil(n * out / 256), 32 * SMs), block 256; no shared memory.
- * Bandwidth-bound; runs only where the epilogue cannot take the bias. */
-template <typename T>
+/* y[i, :] = bias (ADD: y[i, :] += bias, rounded to T: then the product is
+ * added with one more rounding), for a cuBLASLt call with beta 1 to add
+ * x . w^T to. Launch: grid min(ceil(n * out / 256), 32 * SMs), block 256; no
+ * shared memory. Bandwidth-bound; runs only where the epilogue cannot take the
+ * bias. */
+template <typename T, bool ADD>
 __global__ void bias_rows_kernel(T *__restrict__ y, const T *__restrict__ bias, int64_t n,
                                  int64_t out, int64_t ldy)
 {
     const int64_t total = n * out;
     for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < total;
-         t += (int64_t)gridDim.x * blockDim.x)
-        y[t / out * ldy + t % out] = bias[t % out];
+         t += (int64_t)gridDim.x * blockDim.x) {
+        T *e = &y[t / out * ldy + t % out];
+        *e = ADD ? orin_cu_from_f32<T>(orin_cu_f32(*e) + orin_cu_f32(bias[t % out]))
+                 : bias[t % out];
+    }
 }
 
 template <typename T>
 static void launch_bias_rows(const orin_exec *ex, void *y, const void *bias, int64_t n,
-                             int64_t out, int64_t ldy)
+                             int64_t out, int64_t ldy, bool add)
 {
     int64_t blocks = (n * out + BIAS_THREADS - 1) / BIAS_THREADS;
     int64_t cap = (int64_t)orin_cu_sm_count(ex) * 32;
-    bias_rows_kernel<T><<<(unsigned)(blocks < cap ? blocks : cap), BIAS_THREADS, 0,
-                          orin_cu_stream(ex)>>>((T *)y, (const T *)bias, n, out, ldy);
+    const unsigned grid = (unsigned)(blocks < cap ? blocks : cap);
+    if (add)
+        bias_rows_kernel<T, true><<<grid, BIAS_THREADS, 0, orin_cu_stream(ex)>>>(
+            (T *)y, (const T *)bias, n, out, ldy);
+    else
+        bias_rows_kernel<T, false><<<grid, BIAS_THREADS, 0, orin_cu_stream(ex)>>>(
+            (T *)y, (const T *)bias, n, out, ldy);
 }
 
 /* ---- the op ---- */
@@ -352,7 +380,10 @@ extern "C" int cuda_lt_gemm(const orin_exec *ex, const char *label, orin_dtype d
         .align_y = alignment_of(g->y),
         .align_bias = g->bias ? alignment_of(g->bias) : 0,
         .workspace = ws_bytes,
+        .gelu = g->gelu_tanh,
     };
+    if (g->gelu_tanh && (g->accumulate || g->ldy != out))
+        return orin_error_set("%s: a GELU epilogue needs a dense y and no accumulation", label);
     cublasLtHandle_t handle = NULL;
     algo_slot chosen;
     pthread_mutex_lock(&lt_lock);
@@ -364,12 +395,15 @@ extern "C" int cuda_lt_gemm(const orin_exec *ex, const char *label, orin_dtype d
         return -1;
 
     matmul_plan plan;
-    cublasStatus_t st = plan_init(&plan, &key, chosen.bias_fused ? g->bias : NULL);
+    cublasStatus_t st = plan_init(&plan, &key, chosen.bias_fused ? g->bias : NULL,
+                                  chosen.gelu_fused);
     if (st != CUBLAS_STATUS_SUCCESS)
         return lt_fail(label, dt, "descriptors", st, &key);
-    const float alpha = 1.0f, beta = g->bias && !chosen.bias_fused ? 1.0f : 0.0f;
-    if (g->bias && !chosen.bias_fused) {
-        ORIN_CU_DISPATCH(dt, label, T, launch_bias_rows<T>(ex, g->y, g->bias, n, out, g->ldy));
+    const bool preload_bias = g->bias && !chosen.bias_fused;
+    const float alpha = 1.0f, beta = preload_bias || g->accumulate ? 1.0f : 0.0f;
+    if (preload_bias) {
+        ORIN_CU_DISPATCH(dt, label, T,
+                         launch_bias_rows<T>(ex, g->y, g->bias, n, out, g->ldy, g->accumulate));
         if (orin_cu_launched(label, dt, "bias rows: y [%lld, %lld]", (long long)n,
                              (long long)out))
             return -1;
@@ -378,9 +412,28 @@ extern "C" int cuda_lt_gemm(const orin_exec *ex, const char *label, orin_dtype d
                         &plan.d, g->y, &plan.d, &chosen.algo, ws, ws_bytes, orin_cu_stream(ex));
     if (st != CUBLAS_STATUS_SUCCESS)
         return lt_fail(label, dt, "cublasLtMatmul", st, &key);
-    return orin_cu_launched(label, dt, "x [%lld, %lld], w [%lld, %lld]%s", (long long)n,
-                            (long long)in, (long long)out, (long long)in,
-                            g->bias ? ", bias" : "");
+    if (orin_cu_launched(label, dt, "x [%lld, %lld], w [%lld, %lld]%s", (long long)n,
+                         (long long)in, (long long)out, (long long)in, g->bias ? ", bias" : ""))
+        return -1;
+    if (!g->gelu_tanh || chosen.gelu_fused)
+        return 0;
+    const int64_t dims[2] = {n, out};
+    const orin_tensor y = orin_tensor_make(g->y, dt, CUDA, 2, dims);
+    const orin_gelu_args gelu = {.x = y, .out = y, .kind = ORIN_GELU_TANH};
+    return cuda_gelu(ex, &gelu, dt);
+}
+
+/* The cuBLASLt call of a matmul's arguments (y dense: [n, out]). */
+static cuda_gemm gemm_of(const orin_tensor *x, const orin_tensor *w, const orin_tensor *bias,
+                         const orin_tensor *y)
+{
+    const int64_t in = w->shape[1];
+    return (cuda_gemm){
+        .n = orin_tensor_rows(x), .in = in, .out = w->shape[0],
+        .x = x->data, .w = w->data, .bias = bias->data, .y = y->data,
+        .w_kmajor = false, .ldw = in, .ldy = w->shape[0],
+        .accumulate = false, .gelu_tanh = false,
+    };
 }
 
 extern "C" int cuda_matmul(const orin_exec *ex, const orin_matmul_args *a, orin_dtype dt)
@@ -395,12 +448,52 @@ extern "C" int cuda_matmul(const orin_exec *ex, const orin_matmul_args *a, orin_
      * cuBLASLt does at n = 1 (cuda_fused.cu). */
     if (cuda_gemv_fits(a))
         return cuda_gemv(ex, a, dt);
-    const int64_t in = a->w.shape[1];
-    const cuda_gemm g = {
-        .n = orin_tensor_rows(&a->x), .in = in, .out = a->w.shape[0],
-        .x = a->x.data, .w = a->w.data, .bias = a->bias.data, .y = a->y.data,
-        .w_kmajor = false, .ldw = in, .ldy = a->w.shape[0],
-    };
+    const cuda_gemm g = gemm_of(&a->x, &a->w, &a->bias, &a->y);
+    void *ws;
+    size_t ws_bytes = cuda_matmul_usable_workspace(ex->workspace, ex->workspace_size, &ws);
+    return cuda_lt_gemm(ex, label, dt, &g, ws, ws_bytes);
+}
+
+/* ---- the fused epilogues ---- */
+
+/* matmul.gelu: the tanh GELU in cuBLASLt's epilogue (applied to the f32 sum,
+ * rounded once). cuBLASLt has no erf form, and its tanh is not held to f32's
+ * 1e-5 here: erf, and f32, run the matmul and then the gelu op. Any n goes
+ * through cuBLASLt (the GEMV has no epilogue; this op is for prefill-sized
+ * products). */
+extern "C" int cuda_matmul_gelu(const orin_exec *ex, const orin_matmul_gelu_args *a,
+                                orin_dtype dt)
+{
+    const char *label = "matmul.gelu (common)";
+    if (orin_check_matmul_gelu(label, ex, a, CUDA, dt))
+        return -1;
+    if (dt != ORIN_F32 && dt != ORIN_F16 && dt != ORIN_BF16)
+        return orin_error_set("%s: dtype %s is not supported on cuda", label,
+                              orin_dtype_name(dt));
+    cuda_gemm g = gemm_of(&a->x, &a->w, &a->bias, &a->y);
+    g.gelu_tanh = a->kind == ORIN_GELU_TANH && dt != ORIN_F32;
+    void *ws;
+    size_t ws_bytes = cuda_matmul_usable_workspace(ex->workspace, ex->workspace_size, &ws);
+    if (cuda_lt_gemm(ex, label, dt, &g, ws, ws_bytes) != 0)
+        return -1;
+    if (g.gelu_tanh)
+        return 0;
+    const orin_gelu_args gelu = {.x = a->y, .out = a->y, .kind = a->kind};
+    return cuda_gelu(ex, &gelu, dt);
+}
+
+/* matmul.add: y += x . w^T + bias as cuBLASLt's beta term, C = D = y (one
+ * rounding where the sequence has two). */
+extern "C" int cuda_matmul_add(const orin_exec *ex, const orin_matmul_args *a, orin_dtype dt)
+{
+    const char *label = "matmul.add (common)";
+    if (orin_check_matmul(label, ex, a, CUDA, dt))
+        return -1;
+    if (dt != ORIN_F32 && dt != ORIN_F16 && dt != ORIN_BF16)
+        return orin_error_set("%s: dtype %s is not supported on cuda", label,
+                              orin_dtype_name(dt));
+    cuda_gemm g = gemm_of(&a->x, &a->w, &a->bias, &a->y);
+    g.accumulate = true;
     void *ws;
     size_t ws_bytes = cuda_matmul_usable_workspace(ex->workspace, ex->workspace_size, &ws);
     return cuda_lt_gemm(ex, label, dt, &g, ws, ws_bytes);

@@ -910,6 +910,7 @@ static int quant_sliced(const orin_exec *ex, const orin_matmul_quant_args *a,
             .bias = a->bias.data ? (const char *)a->bias.data + (size_t)o0 * elem : NULL,
             .y = (char *)a->y.data + (size_t)o0 * elem,
             .w_kmajor = kmajor, .ldw = kmajor ? rows : c->in, .ldy = c->out,
+            .accumulate = false, .gelu_tanh = false,
         };
         if (cuda_lt_gemm(ex, c->label, c->dt, &g, lt_ws, lt_bytes) != 0)
             return -1;

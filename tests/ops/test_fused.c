@@ -216,6 +216,87 @@ static void swiglu_case(orin_dtype dt, int64_t n, int64_t in, int64_t f)
     ops_buf_free(&up);
 }
 
+/* ---- matmul.gelu, matmul.add ---- */
+
+/* bias_offset: the bias a view that many elements into its buffer (off 16-byte
+ * alignment at 1: the epilogue cannot take it, the paths around it run). */
+static void matmul_gelu_case(orin_dtype dt, int64_t n, int64_t in, int64_t out, bool bias,
+                             int64_t bias_offset, orin_gelu_kind kind)
+{
+    ops_rng rng = {.state = 50 + (uint64_t)(n * in + out + bias_offset + kind)};
+    ops_buf x = ops_buf_random(&rng, dt, n * in, -1, 1);
+    ops_buf w = ops_buf_random(&rng, dt, out * in, -0.5, 0.5);
+    ops_buf b = ops_buf_random(&rng, dt, out + bias_offset, -1, 1);
+    ops_buf y = ops_buf_nan(dt, n * out), y_seq = ops_buf_nan(dt, n * out);
+    const int64_t xd[2] = {n, in}, wd[2] = {out, in}, yd[2] = {n, out};
+    const orin_tensor bt =
+        bias ? ops_tensor((char *)b.data + bias_offset * orin_dtype_size(dt), dt, 1, &out)
+             : (orin_tensor){0};
+    orin_matmul_gelu_args fused = {
+        .x = ops_tensor(x.data, dt, 2, xd), .w = ops_tensor(w.data, dt, 2, wd), .bias = bt,
+        .y = ops_tensor(y.data, dt, 2, yd), .kind = kind,
+    };
+    orin_matmul_args m = {.x = fused.x, .w = fused.w, .bias = bt,
+                          .y = ops_tensor(y_seq.data, dt, 2, yd)};
+    orin_gelu_args g = {.x = m.y, .out = m.y, .kind = kind};
+    char what[160];
+    snprintf(what, sizeof what, "matmul.gelu %s x [%lld, %lld], out %lld%s%s, %s",
+             orin_dtype_name(dt), (long long)n, (long long)in, (long long)out,
+             bias ? " + bias" : "", bias_offset ? " (unaligned)" : "",
+             kind == ORIN_GELU_TANH ? "tanh" : "erf");
+    if (run(impl_of(ORIN_OP_MATMUL_GELU, dt), &fused) == 0 &&
+        run(impl_of(ORIN_OP_MATMUL, dt), &m) == 0 && run(impl_of(ORIN_OP_GELU, dt), &g) == 0) {
+        ops_buf_fetch(&y);
+        ops_buf_fetch(&y_seq);
+        check_same(what, &y, &y_seq, ops_tol(dt));
+    }
+    ops_release();
+    ops_buf_free(&x);
+    ops_buf_free(&w);
+    ops_buf_free(&b);
+    ops_buf_free(&y);
+    ops_buf_free(&y_seq);
+}
+
+static void matmul_add_case(orin_dtype dt, int64_t n, int64_t in, int64_t out, bool bias,
+                            int64_t bias_offset)
+{
+    ops_rng rng = {.state = 60 + (uint64_t)(n * in + out + bias_offset)};
+    ops_buf x = ops_buf_random(&rng, dt, n * in, -1, 1);
+    ops_buf w = ops_buf_random(&rng, dt, out * in, -0.5, 0.5);
+    ops_buf b = ops_buf_random(&rng, dt, out + bias_offset, -1, 1);
+    ops_buf r = ops_buf_random(&rng, dt, n * out, -4, 4), r_seq = copy_buf(&r);
+    ops_buf tmp = ops_buf_nan(dt, n * out);
+    const int64_t xd[2] = {n, in}, wd[2] = {out, in}, yd[2] = {n, out};
+    const orin_tensor bt =
+        bias ? ops_tensor((char *)b.data + bias_offset * orin_dtype_size(dt), dt, 1, &out)
+             : (orin_tensor){0};
+    orin_matmul_args fused = {.x = ops_tensor(x.data, dt, 2, xd),
+                              .w = ops_tensor(w.data, dt, 2, wd), .bias = bt,
+                              .y = ops_tensor(r.data, dt, 2, yd)};
+    orin_matmul_args m = {.x = fused.x, .w = fused.w, .bias = bt,
+                          .y = ops_tensor(tmp.data, dt, 2, yd)};
+    orin_add_args add = {.a = ops_tensor(r_seq.data, dt, 2, yd), .b = m.y};
+    add.out = add.a;
+    char what[160];
+    snprintf(what, sizeof what, "matmul.add %s x [%lld, %lld], out %lld%s%s",
+             orin_dtype_name(dt), (long long)n, (long long)in, (long long)out,
+             bias ? " + bias" : "", bias_offset ? " (unaligned)" : "");
+    if (run(impl_of(ORIN_OP_MATMUL_ADD, dt), &fused) == 0 &&
+        run(impl_of(ORIN_OP_MATMUL, dt), &m) == 0 && run(impl_of(ORIN_OP_ADD, dt), &add) == 0) {
+        ops_buf_fetch(&r);
+        ops_buf_fetch(&r_seq);
+        check_same(what, &r, &r_seq, ops_tol(dt));
+    }
+    ops_release();
+    ops_buf_free(&x);
+    ops_buf_free(&w);
+    ops_buf_free(&b);
+    ops_buf_free(&r);
+    ops_buf_free(&r_seq);
+    ops_buf_free(&tmp);
+}
+
 /* ---- rope_kv_write ---- */
 
 /* rope_shift != 0: rotary positions apart from the cache positions (Qwen3-VL's
@@ -369,6 +450,16 @@ int main(int argc, char **argv)
         /* head_dims below a warp's pairs (the tiny Qwen3-VL fixture's 32) */
         rope_cache_case(dt, 3, 4, 2, 32, true, 5, 7);
         rope_cache_case(dt, 2, 3, 1, 6, true, 0, 0);
+        /* Qwen3-VL's vision MLP and projections (fewer rows), odd widths, one row */
+        matmul_gelu_case(dt, 300, 1152, 4304, true, 0, ORIN_GELU_TANH);
+        matmul_gelu_case(dt, 37, 72, 136, true, 1, ORIN_GELU_TANH);
+        matmul_gelu_case(dt, 5, 64, 40, false, 0, ORIN_GELU_TANH);
+        matmul_gelu_case(dt, 9, 128, 96, true, 0, ORIN_GELU_ERF);
+        matmul_gelu_case(dt, 1, 256, 64, true, 0, ORIN_GELU_TANH);
+        matmul_add_case(dt, 300, 4304, 1152, true, 0);
+        matmul_add_case(dt, 37, 72, 136, true, 1);
+        matmul_add_case(dt, 7, 64, 48, false, 0);
+        matmul_add_case(dt, 1, 256, 64, true, 0);
         gemv_case(dt, 4096, 1024, 0);  /* few rows: one row a block */
         gemv_case(dt, 4096, 4096, 0);
         gemv_case(dt, 1000, 8193, 1);  /* x off alignment: the scalar path */

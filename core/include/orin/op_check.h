@@ -109,6 +109,10 @@ int orin_check_gelu(const char *label, const orin_exec *ex, const orin_gelu_args
  * from both. */
 int orin_check_rope_table(const char *label, const orin_exec *ex,
                           const orin_rope_table_args *a, orin_device_kind device, orin_dtype dt);
+/* matmul.gelu: as matmul, and kind erf or tanh. (matmul.add checks as matmul.) */
+int orin_check_matmul_gelu(const char *label, const orin_exec *ex,
+                           const orin_matmul_gelu_args *a, orin_device_kind device,
+                           orin_dtype dt);
 /* pos_interp: table [side * side, d] with side >= 1, out [frames * h * w, d]
  * apart from it, h and w positive multiples of merge >= 1. */
 int orin_check_pos_interp(const char *label, const orin_exec *ex,

@@ -52,6 +52,8 @@ extern "C" {
 #define ORIN_OP_MATMUL_QKV         "matmul.qkv"
 #define ORIN_OP_MATMUL_SWIGLU      "matmul.swiglu"
 #define ORIN_OP_ROPE_KV_WRITE      "rope_kv_write"
+#define ORIN_OP_MATMUL_GELU        "matmul.gelu"
+#define ORIN_OP_MATMUL_ADD         "matmul.add"
 
 /* The sampler's first steps on the device, so that a decode step copies back a
  * few candidates instead of the whole vocabulary's logits. */
@@ -329,6 +331,20 @@ typedef struct orin_rope_kv_write_args {
     float theta;
     orin_kv_view cache;
 } orin_rope_kv_write_args;
+
+/* y = gelu(x . w^T + bias): matmul then gelu (a vision MLP's first product and
+ * its activation), shapes as orin_matmul_args. */
+typedef struct orin_matmul_gelu_args {
+    orin_tensor x;
+    orin_tensor w;
+    orin_tensor bias;
+    orin_tensor y;
+    orin_gelu_kind kind;
+} orin_matmul_gelu_args;
+
+/* ORIN_OP_MATMUL_ADD takes orin_matmul_args and computes y += x . w^T + bias:
+ * matmul into a temporary, then add it to y (a residual stream updated by the
+ * product that ends a block); y holds the residual on entry. */
 
 /* ---- quantized weights ---- */
 

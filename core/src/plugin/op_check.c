@@ -480,6 +480,19 @@ int orin_check_rope_table(const char *label, const orin_exec *ex,
                : 0;
 }
 
+int orin_check_matmul_gelu(const char *label, const orin_exec *ex,
+                           const orin_matmul_gelu_args *a, orin_device_kind device,
+                           orin_dtype dt)
+{
+    const orin_matmul_args m = {.x = a->x, .w = a->w, .bias = a->bias, .y = a->y};
+    if (orin_check_matmul(label, ex, &m, device, dt))
+        return -1;
+    if (a->kind != ORIN_GELU_ERF && a->kind != ORIN_GELU_TANH)
+        return orin_error_set("%s: kind %d is neither erf (0) nor tanh (1)", label,
+                              (int)a->kind);
+    return 0;
+}
+
 int orin_check_pos_interp(const char *label, const orin_exec *ex,
                           const orin_pos_interp_args *a, orin_device_kind device, orin_dtype dt)
 {
