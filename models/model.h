@@ -130,5 +130,7 @@ void orin_model_set_profile(orin_model *m, orin_profile *p);
 /* The same for the vision encoder's runs (one run an encoder call); nothing
  * for a model without one. */
 void orin_model_set_vision_profile(orin_model *m, orin_profile *p);
+/* The same for the prefill's chunks (one run a chunk). */
+void orin_model_set_prefill_profile(orin_model *m, orin_profile *p);
 
 #endif

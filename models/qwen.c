@@ -143,6 +143,7 @@ struct orin_model {
     bool decode_warm;                     /* a decode step has run eagerly */
     void *decode_replay;                  /* the captured decode step (a CUDA graph) */
     orin_profile *profile;                /* --profile: decode steps run op by op, timed */
+    orin_profile *prefill_profile;        /* --profile: prefill chunks' ops, timed */
 
     /* Sampling where the logits are (orin_model_sample), where a plugin has
      * sample.candidates for the device (not the host: its logits are at hand). */
@@ -1351,6 +1352,17 @@ static int run_graph(orin_model *m, const orin_graph *g)
     return orin_graph_run(g, &ex);
 }
 
+/* A prefill chunk's graph, op by op and timed under --profile. */
+static int run_prefill_graph(orin_model *m)
+{
+    if (!m->prefill_profile)
+        return run_graph(m, m->prefill);
+    if (reserve_workspace(m, m->prefill) != 0)
+        return -1;
+    orin_exec ex = model_exec(m);
+    return orin_graph_run_profiled(m->prefill, &ex, m->prefill_profile, 0);
+}
+
 static int queue_decode(void *ctx)
 {
     orin_model *m = ctx;
@@ -1673,7 +1685,7 @@ static int prefill(orin_model *m, const int32_t *ids, int32_t n, int32_t start_p
         if (upload_step(m, ids + done, len, start_pos + done) != 0 ||
             upload_tables(m, done, len) != 0 ||
             build_graph(m, m->prefill, len, false, start_pos + done + len, logits_rows) != 0 ||
-            run_graph(m, m->prefill) != 0)
+            run_prefill_graph(m) != 0)
             return -1;
         if (host && logits_rows > 0 &&
             fetch_logits(m, logits_rows, all_logits ? host + (size_t)done * V : host) != 0)
@@ -1905,6 +1917,11 @@ void orin_model_set_vision_profile(orin_model *m, orin_profile *p)
 {
     if (m->vision)
         orin_vision_set_profile(m->vision, p);
+}
+
+void orin_model_set_prefill_profile(orin_model *m, orin_profile *p)
+{
+    m->prefill_profile = p;
 }
 
 /* ---- sampling where the logits are ---------------------------------------------- */

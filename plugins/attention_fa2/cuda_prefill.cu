@@ -1,8 +1,10 @@
 // attention_fa2's CUDA prefill: FlashAttention-2 forward (Dao 2023).
 //
-// f16/bf16 run the tensor-core kernel of cuda_prefill_mma.cuh (instantiated in
-// cuda_prefill_f16.cu and cuda_prefill_bf16.cu); f32 runs the CUDA-core kernel
-// below, with the same loop structure and expf. This file holds the host side:
+// f16/bf16 run the tensor-core kernel of cuda_prefill_mma.cuh, or on Hopper
+// at head_dim 128 (the default there) the wgmma kernel of
+// cuda_prefill_wgmma.cuh (both instantiated in cuda_prefill_f16.cu and
+// cuda_prefill_bf16.cu); f32 runs the CUDA-core kernel below, with the same
+// loop structure and expf. This file holds the host side:
 // the argument checks, the tile configuration (ORIN_FA2_PREFILL_CONFIG), the
 // 16-byte-alignment decision, and `supports`.
 //
@@ -21,9 +23,9 @@
 
 // Indexed by fa2_prefill_config.
 static const char *const fa2_config_names[] = {
-    "q128k64w4", "q128k64w8", "q64k64w4", "q128k32w4s3",
+    "q128k64w4", "q128k64w8", "q64k64w4", "q128k32w4s3", "wgmma", "wgmma-qreg", "wgmma-sync",
 };
-static const int fa2_config_block_q[] = {128, 128, 64, 128};
+static const int fa2_config_block_q[] = {128, 128, 64, 128, 128, 128, 128};
 static_assert(sizeof fa2_config_names / sizeof fa2_config_names[0] == FA2_PREFILL_CONFIGS &&
                   sizeof fa2_config_block_q / sizeof fa2_config_block_q[0] == FA2_PREFILL_CONFIGS,
               "one name and one BQ per fa2_prefill_config");
@@ -250,11 +252,14 @@ static int fa2_read_env_config(void)
 }
 
 // The tile configuration of a half-precision call: the environment's, or the
-// default, what bench/notes/fa2-prefill.md predicts fastest: warps of 32 rows
-// (MT 2: half the smem traffic per flop of 16-row warps) in 2 blocks an SM;
-// at hd 128 that is 128 x 64 tiles double-buffered (96 KB) on Hopper (228 KB
-// of smem an SM) and 128 x 32 tiles, 3 stages (80 KB) on Ampere/Orin (164 KB).
-// 64-row tiles when 128-row ones would leave SMs without a block.
+// default, the fastest measured (bench/notes/fa2-prefill.md): on Hopper at hd
+// 128 the wgmma kernel with Q in registers (H200, 8k/16k: 435/454 TFLOP/s in
+// f16 against 376/359 for the mma.sync tiles; fa2_wgmma_ok falls back to
+// q128k64w4 where the call or the build cannot run it); else warps of 32 rows
+// (MT 2: half the smem traffic per flop of 16-row warps) in 2 blocks an SM:
+// 128 x 64 tiles double-buffered (96 KB) on Hopper (228 KB of smem an SM) and
+// 128 x 32 tiles, 3 stages (80 KB) on Ampere/Orin (164 KB). 64-row tiles when
+// 128-row ones would leave SMs without a block.
 static int fa2_pick_config(const orin_exec *ex, int64_t n, int64_t heads, int head_dim,
                            const char *label)
 {
@@ -271,9 +276,28 @@ static int fa2_pick_config(const orin_exec *ex, int64_t n, int64_t heads, int he
         return env;
     const int major = orin_cu_cc_major(ex) ? orin_cu_cc_major(ex) : 8; // unknown: Ampere's tiles
     int config = major >= 9 || head_dim == 64 ? FA2_Q128_K64_W4 : FA2_Q128_K32_W4;
+    if (major == 9 && head_dim == 128)
+        config = FA2_WGMMA_QREG;
     if ((n + 127) / 128 * heads < orin_cu_sm_count(ex))
         config = FA2_Q64_K64_W4;
     return config;
+}
+
+// Whether the wgmma kernel (cuda_prefill_wgmma.cuh) runs this call: a Hopper
+// GPU (compute capability 9: the sm_90a code; later majors have no wgmma), a
+// build with the sm_90a target (FA2_HAVE_SM90A, from CMake: a plain sm_90 build
+// has no wgmma), head_dim 128, 16-byte aligned rows (cp.async and the 16-byte
+// stores). Where not, the wgmma configs run the mma.sync q128k64w4 tiles.
+static bool fa2_wgmma_ok(const orin_exec *ex, int64_t hd, bool vec16)
+{
+#ifdef FA2_HAVE_SM90A
+    return orin_cu_cc_major(ex) == 9 && hd == 128 && vec16;
+#else
+    (void)ex;
+    (void)hd;
+    (void)vec16;
+    return false;
+#endif
 }
 
 // 16-byte accesses need every row start 16-byte aligned: q and out rows are
@@ -308,6 +332,10 @@ extern "C" int fa2_cuda_prefill(const orin_exec *ex, const orin_attention_args *
     if ((n + block_q - 1) / block_q > 65535 || heads > INT_MAX)
         return orin_error_set("%s: %lld tokens x %lld heads is past one launch's grid", label,
                               (long long)n, (long long)heads);
+    const bool vec16 = fa2_vec16_ok(a, orin_dtype_size(dt));
+    if ((config == FA2_WGMMA || config == FA2_WGMMA_QREG || config == FA2_WGMMA_SYNC) &&
+        !fa2_wgmma_ok(ex, hd, vec16))
+        config = FA2_Q128_K64_W4;  // the same BQ: the grid check above holds
 
     fa2_prefill_launch l = {
         .p =
@@ -324,7 +352,7 @@ extern "C" int fa2_cuda_prefill(const orin_exec *ex, const orin_attention_args *
                 .max_kv_len = a->max_kv_len,
                 .scale = a->scale,
                 .scale_log2 = a->scale * 1.44269504088896341f,
-                .vec16 = fa2_vec16_ok(a, orin_dtype_size(dt)),
+                .vec16 = vec16,
             },
         .head_dim = (int)hd,
         .full = false,

@@ -24,6 +24,11 @@ enum fa2_prefill_config {
     FA2_Q128_K64_W8,  // 128 rows, 8 warps of 16 rows (MT 1), KV tiles of 64
     FA2_Q64_K64_W4,   // 64 rows, 4 warps of 16 rows (MT 1): twice the blocks
     FA2_Q128_K32_W4,  // 128 rows, 4 warps of 32 rows, KV tiles of 32, 3 stages
+    // Hopper (sm_90a) at head_dim 128 (cuda_prefill_wgmma.cuh): 128 rows, 2
+    // warpgroups of 64 rows on wgmma, KV tiles of 64; elsewhere q128k64w4.
+    FA2_WGMMA,        // softmax of tile t + 1 under P V of tile t, 3 stages
+    FA2_WGMMA_QREG,   // the same with Q in registers (S's A operand)
+    FA2_WGMMA_SYNC,   // every product waited for at once, 2 stages
     FA2_PREFILL_CONFIGS
 };
 
@@ -737,6 +742,9 @@ template <typename T, int HD> static int fa2_launch_mma_hd(const fa2_prefill_lau
     constexpr bool hd64 = HD == 64;
     switch (l->config) {
     case FA2_Q128_K64_W4:
+    case FA2_WGMMA:       // where wgmma does not apply: the same 128-row Q tiles
+    case FA2_WGMMA_QREG:
+    case FA2_WGMMA_SYNC:
         return fa2_launch_mma<T, HD, 128, 64, 4, 2, 1, 1>(l);
     case FA2_Q128_K64_W8:
         return fa2_launch_mma<T, HD, 128, 64, 8, 2, hd64 ? 2 : 1, hd64 ? 2 : 1>(l);

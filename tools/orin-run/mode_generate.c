@@ -514,12 +514,14 @@ int mode_generate(const orin_cli *cli)
         free_images(images, n_images);
         return code;
     }
-    orin_profile *profile = NULL, *vision_profile = NULL;
+    orin_profile *profile = NULL, *vision_profile = NULL, *prefill_profile = NULL;
     if (generator_init(&g, &e, cli) != 0 ||
-        (cli->profile && !(profile = orin_profile_create(e.device))) ||
-        (cli->profile && !(vision_profile = orin_profile_create(e.device)))) {
+        (cli->profile && (!(profile = orin_profile_create(e.device)) ||
+                          !(vision_profile = orin_profile_create(e.device)) ||
+                          !(prefill_profile = orin_profile_create(e.device))))) {
         fprintf(stderr, "orin-run: %s\n", orin_error());
         orin_profile_free(profile);
+        orin_profile_free(vision_profile);
         free_images(images, n_images);
         generator_free(&g);
         engine_close(&e);
@@ -528,6 +530,7 @@ int mode_generate(const orin_cli *cli)
     if (profile) { /* the decode steps run op by op: the stats line shows that speed */
         orin_model_set_profile(e.model, profile);
         orin_model_set_vision_profile(e.model, vision_profile);
+        orin_model_set_prefill_profile(e.model, prefill_profile);
     }
     install_sigint();
     int rc = cli->cfg.generate.interactive ? interactive(&g, cli, &loader, images, n_images)
@@ -544,14 +547,18 @@ int mode_generate(const orin_cli *cli)
     if (profile) {
         orin_model_set_profile(e.model, NULL);
         orin_model_set_vision_profile(e.model, NULL);
+        orin_model_set_prefill_profile(e.model, NULL);
         fflush(stdout);
         orin_profile_print(profile, stderr, engine_bandwidth(e.device));
+        fprintf(stderr, "prefill (a run is one chunk):\n");
+        orin_profile_print(prefill_profile, stderr, 0);
         if (orin_profile_runs(vision_profile) > 0) {
             fprintf(stderr, "vision encoder (a run is one call of it):\n");
             orin_profile_print(vision_profile, stderr, 0);
         }
         orin_profile_free(profile);
         orin_profile_free(vision_profile);
+        orin_profile_free(prefill_profile);
     }
     generator_free(&g);
     engine_close(&e);

@@ -1,0 +1,667 @@
+// attention_fa2's CUDA prefill on Hopper's warpgroup MMA (wgmma, sm_90a): the
+// causal FlashAttention-2 forward of cuda_prefill_mma.cuh at head_dim 128,
+// f16 and bf16, with S = Q K^T and O += P V issued by warpgroups of 4 warps
+// (wgmma.mma_async) instead of warps (mma.sync). ORIN_FA2_PREFILL_CONFIG=wgmma
+// (or wgmma-qreg, wgmma-sync) picks it, never the default; the host side
+// (cuda_prefill.cu) runs it only on a compute capability 9 device, in a build
+// with the sm_90a target, at head_dim 128 with 16-byte aligned rows, and runs
+// the mma.sync kernel's q128k64w4 tiles (the same 128-row Q tiles) everywhere
+// else.
+//
+// What the PTX ISA fixes, and what this file relies on (ISA 9.7.15):
+//  - wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}: a warpgroup (4
+//    consecutive warps, the first a multiple of 4) computes D (64 x N, f32) +=
+//    A (64 x 16) B (16 x N). A from shared memory (a descriptor) or from
+//    registers; B from shared memory. Asynchronous: wgmma.fence before it
+//    whenever its registers (D, or A) were touched by other instructions,
+//    wgmma.commit_group after a batch, wgmma.wait_group N before the registers
+//    are read (or A's rewritten).
+//  - Register fragments (m64nNk16; warp w of the warpgroup owns rows 16w..16w+15,
+//    g = lane / 4, t = lane % 4): D's f32 element 4j + 2h + e is row g + 8h,
+//    column 8j + 2t + e; A's four .b32 registers are (row g, k 2t..2t+1),
+//    (row g + 8, k 2t..), (row g, k 2t+8..), (row g + 8, k 2t+8..), the lower k
+//    in the low half: per warp, mma.m16n8k16's C and A layouts. So S's 8-key
+//    column blocks 2kk and 2kk + 1, rounded to f16/bf16 pairs, are P's A
+//    registers for k-step kk of P V, as in the mma.sync kernel.
+//  - Descriptor (64 bits): bits 0-13 start address >> 4, 16-29 leading
+//    dimension byte offset (LBO) >> 4, 32-45 stride dimension byte offset (SBO)
+//    >> 4, 49-51 base offset (0: every tile here starts on a 1024-byte
+//    boundary, where the 128-byte swizzle pattern repeats), 62-63 swizzle mode
+//    (1 = 128-byte swizzle).
+//  - 128-byte swizzle: the 16-byte chunk c (0..7) of the 128-byte row r of an
+//    8-row, 1024-byte atom lies at chunk c ^ (r & 7), i.e. address bits 4-6
+//    XOR bits 7-9 (Swizzle<3,4,3> in the ISA's canonical layouts).
+//    K-major (imm-trans 0; Q as A and K as B of S = Q K^T: rows of 64 halves
+//    along k): canonical ((8,m),(T,2k)):((8T,SBO),(1,T)), T = 8 halves: rows
+//    128 bytes apart, SBO between 8-row groups (1024 here), LBO unused
+//    ("assumed 1"). A k-step of 16 halves is 32 bytes inside the 128-byte row:
+//    it advances the start address by 32 bytes (bits 7-9 unchanged, so the
+//    hardware's XOR still sees the row). Head dims 64..127 are a second
+//    column block of the tile, ROWS * 128 bytes on.
+//    MN-major (imm-trans-b 1; V as B of P V: keys are k, head dims n,
+//    contiguous): canonical ((T,8,m),(8,k)):((1,T,LBO),(8T,SBO)): 64 n
+//    contiguous in a 128-byte row, 8 k-rows 128 bytes apart, SBO between
+//    8-key groups (1024), LBO between 64-dim column blocks (BKV * 128 here).
+//    So K and V tiles share one layout: [dim block 2][key][64 halves], rows
+//    swizzled; Q likewise with its 128 rows.
+//  - Shared memory written by the generic proxy (cp.async, st.shared) is read
+//    by wgmma through the async proxy: each thread's fence.proxy.async after
+//    its copies land, then the barrier, orders them.
+#ifndef ORIN_ATTENTION_FA2_CUDA_PREFILL_WGMMA_CUH
+#define ORIN_ATTENTION_FA2_CUDA_PREFILL_WGMMA_CUH
+
+#include "cuda_prefill_mma.cuh"
+
+#include <type_traits>
+
+// wgmma needs the "a" target (sm_90a): other targets (sm_80, sm_87, a plain
+// sm_90) compile the kernel as a trap, and the host never launches it there.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define FA2W_ARCH 1
+#else
+#define FA2W_ARCH 0
+#endif
+
+// ---- the tile shape ----
+
+// BQ 128 rows a block: 2 warpgroups (256 threads) of 64 rows; K/V tiles of BKV
+// keys; head_dim 128. PIPE: the softmax of tile t + 1 runs while P V of tile t
+// is on the tensor cores (3 K/V stages); else every product is waited for at
+// once (2 stages).
+template <int BKV, bool PIPE> struct fa2w_shape {
+    static constexpr int HD = 128, BQ = 128, WARPS = 8, THREADS = WARPS * 32;
+    static constexpr int STAGES = PIPE ? 3 : 2;
+    static constexpr int Q_BYTES = BQ * HD * 2;      // 32 KB
+    static constexpr int KV_BYTES = BKV * HD * 2;    // one K or V tile
+    static constexpr int STAGE_BYTES = 2 * KV_BYTES; // K tile, then V tile
+    static constexpr int Q_OFFSET = 0, KV_OFFSET = Q_BYTES;
+    // + 1024: the dynamic smem's start is rounded up to 1024 bytes at run time
+    static constexpr int SMEM = Q_BYTES + STAGES * STAGE_BYTES + 1024;
+    static_assert(BKV == 64, "S is one m64n64k16 column (P V's k-steps: BKV / 16)");
+    static_assert(BKV % 16 == 0 && BQ % 16 == 0, "copy passes of 16 rows");
+};
+
+// Byte offset of 16-byte chunk c (0..15: head dims 8c..8c+7) of row r in a
+// tile of ROWS rows: two column blocks (dims 0-63, 64-127) of ROWS rows of
+// 128 bytes, chunks 128-byte swizzled. A warp's 16-byte copies (2 rows x 16
+// chunks) fill 4 whole 128-byte rows: no bank conflicts.
+template <int ROWS> __device__ __forceinline__ uint32_t fa2w_offset(int r, int c)
+{
+    return (uint32_t)((c >> 3) * ROWS * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
+}
+
+// The matrix descriptor of a 128-byte-swizzled operand at shared address addr.
+__device__ __forceinline__ uint64_t fa2w_desc(uint32_t addr, uint32_t lbo, uint32_t sbo)
+{
+    return (uint64_t)((addr & 0x3FFFFu) >> 4) | ((uint64_t)((lbo & 0x3FFFFu) >> 4) << 16) |
+           ((uint64_t)((sbo & 0x3FFFFu) >> 4) << 32) | (1ull << 62);
+}
+
+// ---- PTX wrappers ----
+
+__device__ __forceinline__ void fa2w_fence()
+{
+#if FA2W_ARCH
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void fa2w_commit()
+{
+#if FA2W_ARCH
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+
+template <int N> __device__ __forceinline__ void fa2w_wait()
+{
+#if FA2W_ARCH
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+// Generic-proxy writes of this thread to shared memory (cp.async landed,
+// st.shared) made visible to later async-proxy reads (wgmma operands).
+__device__ __forceinline__ void fa2w_fence_proxy()
+{
+#if FA2W_ARCH
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+// Pins registers in place: the compiler must neither read a wgmma's
+// accumulators before the wait_group that completes it nor move writes of
+// them (or of A) past the wgmma.fence that orders them before the wgmma.
+template <int N> __device__ __forceinline__ void fa2w_pin(float (&r)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; i++)
+        asm volatile("" : "+f"(r[i])::"memory");
+}
+
+template <int N> __device__ __forceinline__ void fa2w_pin(uint32_t (&r)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; i++)
+        asm volatile("" : "+r"(r[i])::"memory");
+}
+
+#define FA2W_D8(i)                                                                          \
+    "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]),             \
+        "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define FA2W_D32 FA2W_D8(0), FA2W_D8(8), FA2W_D8(16), FA2W_D8(24)
+#define FA2W_D64 FA2W_D32, FA2W_D8(32), FA2W_D8(40), FA2W_D8(48), FA2W_D8(56)
+#define FA2W_R32                                                                            \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, " \
+    "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define FA2W_R64                                                                            \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, " \
+    "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, "  \
+    "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, "  \
+    "%53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+
+// d (64 x 64, f32) = A B (+ d where acc): A 64 x 16 (K-major) and B 16 x 64
+// (K-major, i.e. B^T's rows: keys) from shared memory.
+template <typename T>
+__device__ __forceinline__ void fa2w_mma_s(float (&d)[32], uint64_t a, uint64_t b, int acc)
+{
+#if FA2W_ARCH
+    if constexpr (std::is_same<T, __half>::value)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " FA2W_R32
+                     ", %32, %33, p, 1, 1, 0, 0;\n}\n"
+                     : FA2W_D32
+                     : "l"(a), "l"(b), "r"(acc));
+    else
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " FA2W_R32
+                     ", %32, %33, p, 1, 1, 0, 0;\n}\n"
+                     : FA2W_D32
+                     : "l"(a), "l"(b), "r"(acc));
+#endif
+}
+
+// The same with A (Q) from registers (a0..a3, the fragment layout above).
+template <typename T>
+__device__ __forceinline__ void fa2w_mma_s_rs(float (&d)[32], uint32_t a0, uint32_t a1,
+                                              uint32_t a2, uint32_t a3, uint64_t b, int acc)
+{
+#if FA2W_ARCH
+    if constexpr (std::is_same<T, __half>::value)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " FA2W_R32
+                     ", {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+                     : FA2W_D32
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(b), "r"(acc));
+    else
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " FA2W_R32
+                     ", {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+                     : FA2W_D32
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(b), "r"(acc));
+#endif
+}
+
+// d (64 x 128, f32) += A B: A 64 x 16 from registers (a[0..3], the fragment
+// layout above), B 16 x 128 from shared memory, MN-major (imm-trans-b 1).
+template <typename T>
+__device__ __forceinline__ void fa2w_mma_pv(float (&d)[64], uint32_t a0, uint32_t a1, uint32_t a2,
+                                            uint32_t a3, uint64_t b)
+{
+#if FA2W_ARCH
+    if constexpr (std::is_same<T, __half>::value)
+        asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " FA2W_R64
+                     ", {%64, %65, %66, %67}, %68, 1, 1, 1, 1;\n"
+                     : FA2W_D64
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(b));
+    else
+        asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " FA2W_R64
+                     ", {%64, %65, %66, %67}, %68, 1, 1, 1, 1;\n"
+                     : FA2W_D64
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(b));
+#endif
+}
+
+#undef FA2W_D8
+#undef FA2W_D32
+#undef FA2W_D64
+#undef FA2W_R32
+#undef FA2W_R64
+
+// ---- the kernel's pieces ----
+
+// The per-thread state of one warpgroup's rows: the thread's rows are
+// wrow0 + g (h 0) and wrow0 + g + 8 (h 1) of the block's tile.
+struct fa2w_rows {
+    float m[2];  // running max (scaled by log2 e; -inf: nothing seen)
+    float l[2];  // this lane's part of the running sum
+};
+
+// The online softmax of one tile: S (the thread's BKV / 2 scores of keys j0..)
+// masked where MASK (the tile crosses some row's position: key j0 + 8j + 2t + e
+// attends iff <= the row's position), new maxima (the quad's 4 lanes by
+// shuffles), P = exp2(s * scale_log2 - m) packed to T pairs in the A-register
+// order of P V (pk[2j + h]: row h, keys 8j + 2t, +1), alpha = the rescale of
+// the old O and l per row. Returns whether some lane of the warp moved a
+// maximum (alpha != 1). S is only read: the masked scores are new values, so
+// that no instruction writes a wgmma accumulator register while the other
+// product (P V) is in flight (ptxas would serialize the wgmmas: C7515).
+template <typename T, int BKV, bool MASK>
+__device__ __forceinline__ bool fa2w_softmax_tile(const float (&s)[BKV / 2],
+                                                  uint32_t (&pk)[BKV / 4], float (&alpha)[2],
+                                                  fa2w_rows &st, const int *pos_sm, int row0,
+                                                  int j0, float sl2)
+{
+    constexpr int NT = BKV / 8;
+    const int t4 = (threadIdx.x & 31) & 3;
+    bool moved = false;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        float x[2 * NT];
+        const int last = MASK ? pos_sm[row0 + 8 * h] - j0 - 2 * t4 : 0;
+#pragma unroll
+        for (int j = 0; j < NT; j++) {
+            x[2 * j] = MASK && j * 8 > last ? -INFINITY : s[4 * j + 2 * h];
+            x[2 * j + 1] = MASK && j * 8 + 1 > last ? -INFINITY : s[4 * j + 2 * h + 1];
+        }
+        float mx = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < NT; j++)
+            mx = fmaxf(mx, fmaxf(x[2 * j], x[2 * j + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float m_new = fmaxf(st.m[h], mx * sl2);
+        // a row that has seen only masked keys keeps m = -inf: use 0 so that
+        // exp2(-inf - 0) = 0 instead of exp2(-inf + inf) = NaN
+        const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+        alpha[h] = fa2_exp2(st.m[h] - m_use);
+        moved |= alpha[h] != 1.0f;
+        st.m[h] = m_new;
+        float sum = 0.0f;
+#pragma unroll
+        for (int j = 0; j < NT; j++) {
+            const float p0 = fa2_exp2(fmaf(x[2 * j], sl2, -m_use));
+            const float p1 = fa2_exp2(fmaf(x[2 * j + 1], sl2, -m_use));
+            sum += p0 + p1;
+            pk[2 * j + h] = fa2_pack<T>(p0, p1);
+        }
+        st.l[h] = st.l[h] * alpha[h] + sum;
+    }
+    return __any_sync(0xffffffffu, moved);
+}
+
+// The softmax of the tile at key j0, masked only where it crosses the smallest
+// position of the warp's rows (the two instantiations keep the unmasked tiles
+// free of the mask's compares).
+template <typename T, int BKV>
+__device__ __forceinline__ bool fa2w_softmax(const float (&s)[BKV / 2], uint32_t (&pk)[BKV / 4],
+                                             float (&alpha)[2], fa2w_rows &st, const int *pos_sm,
+                                             int row0, int j0, int warp_min, float sl2)
+{
+    if (j0 + BKV - 1 > warp_min)
+        return fa2w_softmax_tile<T, BKV, true>(s, pk, alpha, st, pos_sm, row0, j0, sl2);
+    return fa2w_softmax_tile<T, BKV, false>(s, pk, alpha, st, pos_sm, row0, j0, sl2);
+}
+
+// O's rows h scaled by alpha[h] (element 4d + 2h + e is row h, dim 8d + 2t + e).
+__device__ __forceinline__ void fa2w_rescale(float (&o)[64], const float (&alpha)[2])
+{
+#pragma unroll
+    for (int d = 0; d < 16; d++) {
+        o[4 * d] *= alpha[0];
+        o[4 * d + 1] *= alpha[0];
+        o[4 * d + 2] *= alpha[1];
+        o[4 * d + 3] *= alpha[1];
+    }
+}
+
+// FlashAttention-2 forward (causal prefill), f16/bf16, head_dim 128, on wgmma.
+//
+// Launch: grid (H, ceil(n / 128)) (fa2_prefill_grid: heaviest Q tiles first),
+// block 256 threads = 2 warpgroups of 64 Q rows each (warp w owns rows
+// 16w..16w+15 of the tile, a warpgroup's 4 warps its 64), dynamic smem
+// fa2w_shape::SMEM: Q tile 32 KB + STAGES x (K, V tiles of 64 keys: 16 KB
+// each) + 1 KB for rounding the start up to 1024 bytes = 97 KB (wgmma-sync,
+// 2 stages) or 129 KB (wgmma, wgmma-qreg: 3 stages), plus 1 KB static: one
+// block an SM (8 warps), what registers allow anyway: O 64 + S 32 + P 16 (x2
+// in flight) f32/b32 a thread (+ Q's 32 with QREG); ptxas (nvcc 13.0, sm_90a,
+// f16 = bf16): 155 (wgmma-sync), 198 (wgmma), 229 (wgmma-qreg), no spills
+// (__launch_bounds__(256, 1) lets it use 255).
+//
+// Per KV tile each warpgroup issues S = Q K^T as 8 wgmma m64n64k16 (k-steps
+// over head_dim; Q and K from 128-byte-swizzled shared memory), masks and
+// exponentiates S in registers (scale_log2, ex2.approx, quad shuffles, the
+// rescale of O skipped when no max of the warp moved: exact), and issues
+// O += P V as 4 wgmma m64n128k16 with P from registers and V MN-major from
+// shared memory. K/V tiles stream through cp.async (16 bytes a thread a row
+// chunk, zero-fill past the block's last key) as in the mma.sync kernel, one
+// block barrier a tile; a warpgroup skips tiles past its rows' largest
+// position, a warp masks only tiles crossing its rows' smallest.
+//
+// PIPE (config wgmma): S of tile t + 1 is issued before P V of tile t, and the
+// softmax of t + 1 runs while P V of t is on the tensor cores (its rescale of O
+// waits for it): K/V need 3 stages (tile t + 2 loads while t + 1's K and t's V
+// are read). !PIPE (wgmma-sync): each product is waited for before the next
+// step; only the other warpgroup's work overlaps it.
+//
+// QREG (config wgmma-qreg): Q's A fragments are loaded once into registers
+// (ldmatrix) and S takes A from them.
+//
+// Bounds: tensor-core time is 2 x 64 x 64 x 128 x 2 flop per warpgroup-tile =
+// 256 + 256 cycles at Hopper's ~4096 dense flop/clk/SM; the softmax's 4096
+// ex2 a warpgroup-tile take 256 cycles of MUFU (16/clk/SM) and ~6 FP32/ALU ops
+// a score; S's operands (Q and K, 2 KB + 2 KB per m64n64k16 of 32 cycles) take
+// 128 B/clk, all of the SM's shared-memory bandwidth while S runs (64 B/clk
+// with QREG). Global traffic: K/V once per (Q tile, head), from L2.
+//
+// Positions, NaN rows and zero-filled K/V rows: exactly as fa2_prefill_mma_kernel.
+template <typename T, int BKV, bool PIPE, bool QREG>
+__global__ void __launch_bounds__(256, 1)
+    fa2_prefill_wgmma_kernel(const __grid_constant__ fa2_prefill_params p)
+{
+#if FA2W_ARCH
+    typedef fa2w_shape<BKV, PIPE> S;
+    constexpr int BQ = S::BQ, STAGES = S::STAGES;
+
+    extern __shared__ __align__(1024) char smem_raw[];
+    __shared__ int pos_sm[BQ];
+    __shared__ int warp_max_sm[S::WARPS];
+
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, wg = warp / 4;
+    const int g = lane / 4, t4 = lane % 4;
+    const int head = blockIdx.x;
+    const int i0 = (gridDim.y - 1 - blockIdx.y) * BQ;
+    const int kv_head = head / p.group;
+    const int wrow0 = warp * 16;  // this warp's first row in the tile
+    // Tiles start on 1024-byte boundaries (the swizzle's period; descriptors'
+    // base offset 0), whatever the dynamic smem's start.
+    const uint32_t raw_base = orin_cu_smem_addr(smem_raw);
+    const uint32_t base = (raw_base + 1023u) & ~1023u;
+    char *smem = smem_raw + (base - raw_base);
+    const orin_kv_view kv = p.cache;
+
+    // -- positions: the block's KV bound, the warpgroup's, the warp's span
+    fa2_load_positions<BQ, S::THREADS>(p, i0, pos_sm);
+    __syncthreads();
+    int warp_max, warp_min;
+    fa2_warp_span(pos_sm, wrow0, 16, &warp_max, &warp_min);
+    if (lane == 0)
+        warp_max_sm[warp] = warp_max;
+    __syncthreads();
+    int block_max = -1, wg_max = -1;
+#pragma unroll
+    for (int w = 0; w < S::WARPS; w++) {
+        block_max = max(block_max, warp_max_sm[w]);
+        if (w / 4 == wg)
+            wg_max = max(wg_max, warp_max_sm[w]);
+    }
+    const int kv_end = block_max + 1;          // keys [0, kv_end) are read
+    const int tiles = (kv_end + BKV - 1) / BKV;
+    const int wg_tiles = (wg_max + BKV) / BKV; // tiles this warpgroup computes
+
+    // -- copies: thread tid moves chunk tid % 16 of rows tid / 16 + 16 i
+    const int cc = tid % 16, cr = tid / 16;
+    const T *q_head = static_cast<const T *>(p.q) + (int64_t)head * S::HD;
+    const int64_t q_ld = (int64_t)p.heads * S::HD;
+#pragma unroll
+    for (int pass = 0; pass < BQ / 16; pass++) {
+        const int r = cr + 16 * pass;
+        const uint32_t off = S::Q_OFFSET + fa2w_offset<BQ>(r, cc);
+        if (i0 + r < p.n)
+            orin_cu_cp_async16(base + off, q_head + (int64_t)(i0 + r) * q_ld + cc * 8);
+        else
+            *reinterpret_cast<uint4 *>(smem + off) = make_uint4(0, 0, 0, 0);
+    }
+    const T *k_src = static_cast<const T *>(kv.k) + cc * 8;
+    const T *v_src = static_cast<const T *>(kv.v) + cc * 8;
+    auto issue_kv = [&](int tile) {
+        const uint32_t dst = base + S::KV_OFFSET + (tile % STAGES) * S::STAGE_BYTES;
+#pragma unroll
+        for (int pass = 0; pass < BKV / 16; pass++) {
+            const int r = cr + 16 * pass;
+            int pos = tile * BKV + r;
+            asm volatile("" : "+r"(pos));  // one multiply-add a row here, not hoisted registers
+            const bool live = pos < kv_end;
+            const int64_t e = live ? orin_kv_offset(&kv, pos, kv_head) : 0;
+            const uint32_t off = fa2w_offset<BKV>(r, cc);
+            // src-size 0: zero-fill, nothing read (the base address is valid anyway)
+            orin_cu_cp_async16(dst + off, k_src + e, live ? 16 : 0);
+            orin_cu_cp_async16(dst + S::KV_BYTES + off, v_src + e, live ? 16 : 0);
+        }
+    };
+    // prologue: Q with tile 0 (group 0), tiles 1..STAGES-2 (a group each)
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (s < tiles)
+            issue_kv(s);
+        orin_cu_cp_async_commit();
+    }
+
+    // -- descriptors: Q rows 64 wg.., k-steps of 32 bytes in a 128-byte row,
+    // the second column block 128 (Q) or BKV (K) rows on; V: 16 keys a k-step
+    // (2048 bytes), dim blocks BKV rows apart (LBO)
+    const uint64_t q_desc = fa2w_desc(base + S::Q_OFFSET + wg * 64 * 128, 16, 1024);
+    const uint64_t kv_desc0 = fa2w_desc(base + S::KV_OFFSET, 16, 1024);
+    const uint64_t v_desc0 = fa2w_desc(base + S::KV_OFFSET + S::KV_BYTES, BKV * 128, 1024);
+    // descriptor + bytes: the start address field counts 16-byte units
+    auto q_step = [](int kk) { return (uint64_t)(((kk >> 2) * BQ * 128 + (kk & 3) * 32) >> 4); };
+    auto k_step = [](int kk) { return (uint64_t)(((kk >> 2) * BKV * 128 + (kk & 3) * 32) >> 4); };
+    auto stage_step = [](int tile) { return (uint64_t)(((tile % STAGES) * S::STAGE_BYTES) >> 4); };
+
+    float o[64];
+#pragma unroll
+    for (int i = 0; i < 64; i++)
+        o[i] = 0.0f;
+    fa2w_rows st;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        st.m[h] = -INFINITY;
+        st.l[h] = 0.0f;
+    }
+    const float sl2 = p.scale_log2;
+    const int row0 = wrow0 + g;  // the thread's first row (the second is row0 + 8)
+
+    // QREG: the warp's 16 Q rows as wgmma A fragments (= mma.m16n8k16's A:
+    // ldmatrix.x4, lanes 0-15 rows 0-15 at chunk 2kk, lanes 16-31 at 2kk + 1),
+    // read once after Q lands (q_load).
+    uint32_t q_frag[QREG ? S::HD / 16 : 1][4];
+    auto q_load = [&]() {
+        if constexpr (QREG) {
+#pragma unroll
+            for (int kk = 0; kk < S::HD / 16; kk++)
+                fa2_ldsm_x4(base + S::Q_OFFSET + fa2w_offset<BQ>(wrow0 + (lane & 15),
+                                                                 2 * kk + (lane >> 4)),
+                            q_frag[kk]);
+        }
+    };
+
+    // S = Q K^T of `tile` (issued, committed, not waited for)
+    auto issue_s = [&](float (&s)[BKV / 2], int tile) {
+        const uint64_t k_desc = kv_desc0 + stage_step(tile);
+        fa2w_pin(s);
+        fa2w_fence();
+#pragma unroll
+        for (int kk = 0; kk < S::HD / 16; kk++) {
+            if constexpr (QREG)
+                fa2w_mma_s_rs<T>(s, q_frag[kk][0], q_frag[kk][1], q_frag[kk][2], q_frag[kk][3],
+                                 k_desc + k_step(kk), kk > 0);
+            else
+                fa2w_mma_s<T>(s, q_desc + q_step(kk), k_desc + k_step(kk), kk > 0);
+        }
+        fa2w_commit();
+    };
+    // O += P V of `tile` (issued, committed, not waited for)
+    auto issue_pv = [&](uint32_t (&pk)[BKV / 4], int tile) {
+        const uint64_t v_desc = v_desc0 + stage_step(tile);
+        fa2w_pin(o);
+        fa2w_pin(pk);
+        fa2w_fence();
+#pragma unroll
+        for (int kk = 0; kk < BKV / 16; kk++)
+            fa2w_mma_pv<T>(o, pk[4 * kk], pk[4 * kk + 1], pk[4 * kk + 2], pk[4 * kk + 3],
+                           v_desc + (uint64_t)((kk * 16 * 128) >> 4));
+        fa2w_commit();
+    };
+
+    if constexpr (!PIPE) {
+        if constexpr (QREG) {
+            orin_cu_cp_async_wait<STAGES - 2>();  // Q (with tile 0)
+            __syncthreads();
+            q_load();
+        }
+        for (int tile = 0; tile < tiles; tile++) {
+            // Tile `tile` has landed (this thread's copies; fenced for wgmma),
+            // and after the barrier everyone's are, and every warpgroup is
+            // done with tile - 1, whose buffer the next issue reuses.
+            orin_cu_cp_async_wait<STAGES - 2>();
+            fa2w_fence_proxy();
+            __syncthreads();
+            if (tile + STAGES - 1 < tiles)
+                issue_kv(tile + STAGES - 1);
+            orin_cu_cp_async_commit();
+            if (tile >= wg_tiles)
+                continue;  // every row of this warpgroup ends before this tile
+
+            float s[BKV / 2];
+            issue_s(s, tile);
+            fa2w_wait<0>();
+            fa2w_pin(s);
+            uint32_t pk[BKV / 4];
+            float alpha[2];
+            if (fa2w_softmax<T, BKV>(s, pk, alpha, st, pos_sm, row0, tile * BKV, warp_min, sl2))
+                fa2w_rescale(o, alpha);
+            issue_pv(pk, tile);
+            fa2w_wait<0>();
+            fa2w_pin(o);
+        }
+    } else {
+        // tile 0's S and softmax before the loop; iteration t issues S(t + 1)
+        // and P V(t), runs the softmax of t + 1 while P V(t) runs, then
+        // rescales O once P V(t) is done.
+        orin_cu_cp_async_wait<STAGES - 2>();  // Q and tile 0
+        fa2w_fence_proxy();
+        __syncthreads();
+        q_load();
+        uint32_t pk[BKV / 4];
+        if (wg_tiles > 0) {
+            float s[BKV / 2];
+            issue_s(s, 0);
+            fa2w_wait<0>();
+            fa2w_pin(s);
+            float alpha[2];
+            (void)fa2w_softmax<T, BKV>(s, pk, alpha, st, pos_sm, row0, 0, warp_min, sl2);
+            // O is 0: no rescale
+        }
+        for (int tile = 0; tile < tiles; tile++) {
+            // Tile + 1 has landed and is visible; every warpgroup is done with
+            // tile - 1 (its P V was waited for), whose buffer takes tile + 2.
+            orin_cu_cp_async_wait<0>();
+            fa2w_fence_proxy();
+            __syncthreads();
+            if (tile + 2 < tiles)
+                issue_kv(tile + 2);
+            orin_cu_cp_async_commit();
+            if (tile >= wg_tiles)
+                continue;
+            const bool next = tile + 1 < wg_tiles;
+            float s[BKV / 2];
+            if (next)
+                issue_s(s, tile + 1);
+            issue_pv(pk, tile);
+            if (next) {
+                fa2w_wait<1>();  // S(tile + 1) done; P V(tile) may still run
+                fa2w_pin(s);
+                uint32_t pk_next[BKV / 4];
+                float alpha[2];
+                const bool moved = fa2w_softmax<T, BKV>(s, pk_next, alpha, st, pos_sm, row0,
+                                                        (tile + 1) * BKV, warp_min, sl2);
+                fa2w_wait<0>();
+                fa2w_pin(o);
+                fa2w_pin(pk);
+                if (moved)
+                    fa2w_rescale(o, alpha);
+#pragma unroll
+                for (int i = 0; i < BKV / 4; i++)
+                    pk[i] = pk_next[i];
+            } else {
+                fa2w_wait<0>();
+                fa2w_pin(o);
+            }
+        }
+    }
+
+    // -- epilogue: O / l rounded to T, staged through the Q tile's smem (free:
+    // every copy has landed, every wgmma is complete, and after the barrier
+    // every warpgroup is), then 16-byte row stores. Staging layout: rows of
+    // 256 bytes, chunk c at c ^ (row & 7) (fa2_swizzle): conflict-free 4-byte
+    // writes and 16-byte reads.
+    orin_cu_cp_async_wait<0>();
+    __syncthreads();
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        float l = st.l[h];
+        l += __shfl_xor_sync(0xffffffffu, l, 1);
+        l += __shfl_xor_sync(0xffffffffu, l, 2);
+        // l >= 1 for a valid row (its max key contributes exp2(0)); an invalid
+        // row's l may be 0 and is overwritten with NaN below.
+        const float inv_l = 1.0f / l;
+        const int row = row0 + 8 * h;
+#pragma unroll
+        for (int d = 0; d < 16; d++) {
+            const uint32_t v = fa2_pack<T>(o[4 * d + 2 * h] * inv_l, o[4 * d + 2 * h + 1] * inv_l);
+            *reinterpret_cast<uint32_t *>(smem + S::Q_OFFSET + fa2_swizzle(row, d, 256) + 4 * t4) =
+                v;
+        }
+    }
+    __syncwarp();  // each warp stores only the rows it wrote
+
+    T *out_head = static_cast<T *>(p.out) + (int64_t)head * S::HD;
+    for (int idx = lane; idx < 16 * 16; idx += 32) {
+        const int row = wrow0 + idx / 16, chunk = idx % 16;
+        if (i0 + row >= p.n)
+            break;  // rows only grow with idx
+        uint4 v =
+            *reinterpret_cast<const uint4 *>(smem + S::Q_OFFSET + fa2_swizzle(row, chunk, 256));
+        if (pos_sm[row] < 0) {
+            T *e = reinterpret_cast<T *>(&v);
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                e[i] = orin_cu_from_f32<T>(NAN);
+        }
+        // vec16: the host runs this kernel only on 16-byte aligned rows
+        *reinterpret_cast<uint4 *>(out_head + (int64_t)(i0 + row) * q_ld + chunk * 8) = v;
+    }
+#else
+    __trap();  // the host picks this kernel only where sm_90a code was built
+#endif
+}
+
+// Launches the wgmma kernel: sets the smem limit once per device, then the grid.
+template <typename T, bool PIPE, bool QREG>
+static int fa2_launch_wgmma(const fa2_prefill_launch *l)
+{
+    typedef fa2w_shape<64, PIPE> S;
+    static bool smem_set[16];
+    auto kernel = fa2_prefill_wgmma_kernel<T, 64, PIPE, QREG>;
+    if (fa2_smem_limit((const void *)kernel, S::SMEM, l->device, smem_set, l->label))
+        return -1;
+    kernel<<<fa2_prefill_grid(l->p.heads, l->p.n, S::BQ), S::THREADS, S::SMEM, l->stream>>>(l->p);
+    return 0;
+}
+
+// The wgmma configs where the host picked them (it checks the device, head_dim
+// 128, vec16 and !full), else the mma.sync kernels.
+template <typename T> static int fa2_launch_prefill_dt(const fa2_prefill_launch *l)
+{
+    if (!l->full && l->head_dim == 128 && l->p.vec16) {
+        if (l->config == FA2_WGMMA)
+            return fa2_launch_wgmma<T, true, false>(l);
+        if (l->config == FA2_WGMMA_QREG)
+            return fa2_launch_wgmma<T, true, true>(l);
+        if (l->config == FA2_WGMMA_SYNC)
+            return fa2_launch_wgmma<T, false, false>(l);
+    }
+    return fa2_launch_mma_dt<T>(l);
+}
+
+#endif
