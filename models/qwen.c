@@ -481,6 +481,56 @@ static void assign_formats(orin_model *m)
     m->uses_format[m->lm_head.fmt] = true;
 }
 
+/* Uploads `src` converted to the compute dtype into `dst`, which the caller
+ * made (a part of a stacked buffer). */
+static int upload_into(orin_model *m, const orin_st_tensor *src, const orin_tensor *dst)
+{
+    size_t n = (size_t)orin_tensor_numel(dst);
+    if (m->dev->ops->upload(m->dev, dst->data, m->dtype, src->data, src->dtype, n) != 0)
+        return orin_error_prefix("%s: ", src->name);
+    return 0;
+}
+
+/* q, k and v (linears[0..2]) in float: one device buffer of their weights
+ * stacked, [q_out + k_out + v_out, in], each layer's tensor a row view of it
+ * (and their biases likewise), so that a prefill can run the three products
+ * as one (matmul.qkv: one wide GEMM where three narrow ones left SMs idle). */
+static int load_qkv_stacked(orin_model *m, const orin_st_archive *ar, const char *dir,
+                            int32_t i, const layer_linear *linears)
+{
+    const int64_t in = linears[0].in;
+    const int64_t total = linears[0].out + linears[1].out + linears[2].out;
+    const bool bias = linears[0].bias;
+    orin_tensor w, b = {0};
+    char name[192];
+    snprintf(name, sizeof name, "%slayers.%d.self_attn.qkv (stacked)", m->prefix, i);
+    if (alloc_tensor(m, &w, m->dtype, 2, (int64_t[]){total, in}, name) != 0 ||
+        (bias && alloc_tensor(m, &b, m->dtype, 1, &total, name) != 0))
+        return -1;
+    m->weight_bytes += orin_tensor_nbytes(&w) + (bias ? orin_tensor_nbytes(&b) : 0);
+    const size_t elem = orin_dtype_size(m->dtype);
+    for (int t = 0, row = 0; t < 3; row += (int)linears[t].out, t++) {
+        qwen_linear *L = linears[t].dst;
+        const int64_t out = linears[t].out, dims[2] = {out, in};
+        L->w = orin_tensor_make((char *)w.data + (size_t)row * (size_t)in * elem, m->dtype,
+                                m->dev->kind, 2, dims);
+        L->bias = bias ? orin_tensor_make((char *)b.data + (size_t)row * elem, m->dtype,
+                                          m->dev->kind, 1, &out)
+                       : (orin_tensor){0};
+        snprintf(name, sizeof name, "%slayers.%d.%s.weight", m->prefix, i, linears[t].module);
+        const orin_st_tensor *st = orin_st_find_float(ar, dir, name, 2, dims);
+        if (!st || upload_into(m, st, &L->w) != 0)
+            return -1;
+        if (!bias)
+            continue;
+        snprintf(name, sizeof name, "%slayers.%d.%s.bias", m->prefix, i, linears[t].module);
+        st = orin_st_find_float(ar, dir, name, 1, &out);
+        if (!st || upload_into(m, st, &L->bias) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 static int load_layer(orin_model *m, const orin_st_archive *ar, const char *dir, int32_t i,
                       qwen_layer *L)
 {
@@ -497,7 +547,12 @@ static int load_layer(orin_model *m, const orin_st_archive *ar, const char *dir,
         if (load_weight(m, ar, dir, name, 1, &norms[t].dim, norms[t].dst) != 0)
             return -1;
     }
-    for (size_t t = 0; t < LAYER_LINEARS; t++) {
+    /* linears[0..2] are q, k, v (layer_linears) */
+    const bool stack = L->q.fmt == ORIN_WEIGHT_FLOAT && L->k.fmt == ORIN_WEIGHT_FLOAT &&
+                       L->v.fmt == ORIN_WEIGHT_FLOAT;
+    if (stack && load_qkv_stacked(m, ar, dir, i, linears) != 0)
+        return -1;
+    for (size_t t = stack ? 3 : 0; t < LAYER_LINEARS; t++) {
         snprintf(name, sizeof name, "%slayers.%d.%s", m->prefix, i, linears[t].module);
         if (load_linear(m, ar, dir, name, linears[t].out, linears[t].in, linears[t].bias,
                         linears[t].dst) != 0)

@@ -130,15 +130,32 @@ static void matmul_reference(const ops_buf *x, const ops_buf *w, const ops_buf *
         }
 }
 
-static void qkv_case(orin_dtype dt, int64_t n, int64_t in, const int64_t outs[3], bool bias)
+/* Rows [row0, row0 + rows) of a [*, width] buffer, as a buffer of its own
+ * (not to be freed). */
+static ops_buf rows_view(const ops_buf *all, int64_t row0, int64_t rows, int64_t width)
+{
+    const size_t at = (size_t)(row0 * width);
+    return (ops_buf){.dt = all->dt, .n = (size_t)(rows * width),
+                     .data = (char *)all->data + at * orin_dtype_size(all->dt),
+                     .value = all->value + at};
+}
+
+/* stacked: w[0..2] (and the biases) back to back in one buffer, as the models
+ * load them: the prefill's one-product path. */
+static void qkv_case(orin_dtype dt, int64_t n, int64_t in, const int64_t outs[3], bool bias,
+                     bool stacked)
 {
     ops_rng rng = {.state = 20 + (uint64_t)(n * in + outs[0])};
     ops_buf x = ops_buf_random(&rng, dt, n * in, -1, 1);
     ops_buf w[3], b[3], y[3], y_seq[3];
+    const int64_t total = outs[0] + outs[1] + outs[2];
+    ops_buf w_all = ops_buf_random(&rng, dt, stacked ? total * in : 1, -1, 1);
+    ops_buf b_all = ops_buf_random(&rng, dt, stacked ? total : 1, -1, 1);
     orin_matmul_qkv_args fused = {.x = ops_tensor(x.data, dt, 2, (int64_t[]){n, in})};
-    for (int i = 0; i < 3; i++) {
-        w[i] = ops_buf_random(&rng, dt, outs[i] * in, -1, 1);
-        b[i] = ops_buf_random(&rng, dt, outs[i], -1, 1);
+    for (int i = 0, row = 0; i < 3; row += (int)outs[i], i++) {
+        w[i] = stacked ? rows_view(&w_all, row, outs[i], in)
+                       : ops_buf_random(&rng, dt, outs[i] * in, -1, 1);
+        b[i] = stacked ? rows_view(&b_all, row, outs[i], 1) : ops_buf_random(&rng, dt, outs[i], -1, 1);
         y[i] = ops_buf_nan(dt, n * outs[i]);
         y_seq[i] = ops_buf_nan(dt, n * outs[i]);
         fused.w[i] = ops_tensor(w[i].data, dt, 2, (int64_t[]){outs[i], in});
@@ -147,9 +164,10 @@ static void qkv_case(orin_dtype dt, int64_t n, int64_t in, const int64_t outs[3]
         fused.y[i] = ops_tensor(y[i].data, dt, 2, (int64_t[]){n, outs[i]});
     }
     char what[160];
-    snprintf(what, sizeof what, "matmul.qkv %s x [%lld, %lld], outs %lld/%lld/%lld%s",
+    snprintf(what, sizeof what, "matmul.qkv %s x [%lld, %lld], outs %lld/%lld/%lld%s%s",
              orin_dtype_name(dt), (long long)n, (long long)in, (long long)outs[0],
-             (long long)outs[1], (long long)outs[2], bias ? " + bias" : "");
+             (long long)outs[1], (long long)outs[2], bias ? " + bias" : "",
+             stacked ? ", stacked" : "");
     if (run(impl_of(ORIN_OP_MATMUL_QKV, dt), &fused) == 0) {
         for (int i = 0; i < 3; i++) {
             orin_matmul_args m = {.x = fused.x, .w = fused.w[i], .bias = fused.bias[i],
@@ -172,11 +190,15 @@ static void qkv_case(orin_dtype dt, int64_t n, int64_t in, const int64_t outs[3]
     ops_release();
     ops_buf_free(&x);
     for (int i = 0; i < 3; i++) {
-        ops_buf_free(&w[i]);
-        ops_buf_free(&b[i]);
+        if (!stacked) {
+            ops_buf_free(&w[i]);
+            ops_buf_free(&b[i]);
+        }
         ops_buf_free(&y[i]);
         ops_buf_free(&y_seq[i]);
     }
+    ops_buf_free(&w_all);
+    ops_buf_free(&b_all);
 }
 
 /* ---- matmul.swiglu ---- */
@@ -429,12 +451,17 @@ int main(int argc, char **argv)
         add_rmsnorm_case(dt, 7, 1000, true);
         add_rmsnorm_case(dt, 33, 4097, true);
         /* Qwen3-8B's qkv (bias: Qwen2's), a Qwen2.5-0.5B-like one, odd widths */
-        qkv_case(dt, 1, 4096, (int64_t[]){4096, 1024, 1024}, false);
-        qkv_case(dt, 1, 896, (int64_t[]){896, 128, 128}, true);
-        qkv_case(dt, 1, 67, (int64_t[]){33, 7, 9}, true);
-        qkv_case(dt, 5, 256, (int64_t[]){256, 64, 64}, true);
+        qkv_case(dt, 1, 4096, (int64_t[]){4096, 1024, 1024}, false, false);
+        qkv_case(dt, 1, 896, (int64_t[]){896, 128, 128}, true, false);
+        qkv_case(dt, 1, 67, (int64_t[]){33, 7, 9}, true, false);
+        qkv_case(dt, 5, 256, (int64_t[]){256, 64, 64}, true, false);
         /* 8 rows a block (>= 24 per SM) with blocks across segment ends */
-        qkv_case(dt, 1, 64, (int64_t[]){4001, 7, 9}, true);
+        qkv_case(dt, 1, 64, (int64_t[]){4001, 7, 9}, true, false);
+        /* stacked weights: one product and the split in a prefill, the GEMV at 1 row */
+        qkv_case(dt, 37, 256, (int64_t[]){256, 64, 64}, true, true);
+        qkv_case(dt, 300, 512, (int64_t[]){512, 128, 128}, false, true);
+        qkv_case(dt, 9, 67, (int64_t[]){33, 7, 9}, true, true);
+        qkv_case(dt, 1, 256, (int64_t[]){256, 64, 64}, true, true);
         swiglu_case(dt, 1, 1024, 3072);
         swiglu_case(dt, 1, 67, 129);
         swiglu_case(dt, 3, 256, 384);
