@@ -409,6 +409,35 @@ __device__ void fa2d_finish_fused(const fa2d_params &P, fa2d_smem<R, HD> &sm, in
     fa2d_combine_or_nan<T, R, false>(P, head0, rows, sm.combine);
 }
 
+// A split kernel's block: its unit (kv head, first query row, rows of it) and
+// its piece [begin, end) of the cache, from the grid (split, unit).
+struct fa2d_block {
+    int split, unit, kvh, head0, rows;
+    int64_t begin, end;
+};
+
+// The block's coordinates for R-row chunks; false when its piece is empty: then
+// it is written as such (and the fused combine run where the call uses it) and
+// the block is done. Block-uniform.
+template <typename T, int R, int HD>
+__device__ __forceinline__ bool fa2d_split_block(const fa2d_params &P, fa2d_smem<R, HD> &sm,
+                                                 fa2d_block *b)
+{
+    b->split = blockIdx.x;
+    b->unit = blockIdx.y;
+    b->kvh = b->unit / P.row_chunks;
+    const int chunk = b->unit % P.row_chunks;
+    b->head0 = b->kvh * P.group + chunk * R;
+    b->rows = min(R, P.group - chunk * R);
+    fa2d_range(P, b->split, &b->begin, &b->end);
+    if (b->begin < b->end)
+        return true;
+    fa2d_write_empty(P, b->split, b->head0, b->rows);
+    if (P.slab >= 0)
+        fa2d_finish_fused<T, R, HD>(P, sm, b->unit, b->head0, b->rows);
+    return false;
+}
+
 // ---- the mma kernel (f16, bf16) ----
 
 template <typename T> struct fa2d_pair;
@@ -685,25 +714,15 @@ __global__ void __launch_bounds__(FA2D_THREADS, 4) fa2d_split_mma(const fa2d_par
     orin_cu_wait_prior(); // come from the kernel before
 
     const int warp = threadIdx.x >> 5;
-    const int split = blockIdx.x, unit = blockIdx.y;
-    const int kvh = unit / P.row_chunks, chunk = unit % P.row_chunks;
-    const int head0 = kvh * P.group + chunk * R;
-    const int rows = min(R, P.group - chunk * R);
-
-    int64_t begin, end;
-    fa2d_range(P, split, &begin, &end);
-    if (begin >= end) { // block-uniform
-        fa2d_write_empty(P, split, head0, rows);
-        if (P.slab >= 0)
-            fa2d_finish_fused<T, R, HD>(P, sm, unit, head0, rows);
+    fa2d_block b;
+    if (!fa2d_split_block<T, R, HD>(P, sm, &b))
         return;
-    }
     fa2d_mma_state<HD> st;
-    fa2d_mma_warp_range<T, HD, FA2D_WARPS>(P, kvh, head0, rows, begin, end, st);
+    fa2d_mma_warp_range<T, HD, FA2D_WARPS>(P, b.kvh, b.head0, b.rows, b.begin, b.end, st);
     fa2d_mma_store_warp<HD>(st, sm.merge.o[warp], sm.merge.m[warp], sm.merge.l[warp]);
-    fa2d_write_partial<R, HD, true>(P, sm, split, head0, rows);
+    fa2d_write_partial<R, HD, true>(P, sm, b.split, b.head0, b.rows);
     if (P.slab >= 0)
-        fa2d_finish_fused<T, R, HD>(P, sm, unit, head0, rows);
+        fa2d_finish_fused<T, R, HD>(P, sm, b.unit, b.head0, b.rows);
 }
 
 // ---- the cp.async mma kernel (f16, bf16; sm_80+): K and V staged in shared memory ----
@@ -949,27 +968,17 @@ __global__ void __launch_bounds__(FA2D_THREADS, 4) fa2d_split_cp(const fa2d_para
     orin_cu_wait_prior();
 
     const int warp = threadIdx.x >> 5;
-    const int split = blockIdx.x, unit = blockIdx.y;
-    const int kvh = unit / P.row_chunks, chunk = unit % P.row_chunks;
-    const int head0 = kvh * P.group + chunk * R;
-    const int rows = min(R, P.group - chunk * R);
-
-    int64_t begin, end;
-    fa2d_range(P, split, &begin, &end);
-    if (begin >= end) { // block-uniform
-        fa2d_write_empty(P, split, head0, rows);
-        if (P.slab >= 0)
-            fa2d_finish_fused<T, R, HD>(P, sm, unit, head0, rows);
+    fa2d_block b;
+    if (!fa2d_split_block<T, R, HD>(P, sm, &b))
         return;
-    }
     fa2d_mma_state<HD> st;
-    fa2d_cp_warp_range<T, HD, N>(P, kvh, head0, rows, begin, end,
+    fa2d_cp_warp_range<T, HD, N>(P, b.kvh, b.head0, b.rows, b.begin, b.end,
                                  fa2d_dynamic_smem + warp * N * fa2d_tile_bytes<HD>(), st);
     __syncthreads(); // every warp is done with its ring: the merge reuses the bytes
     fa2d_mma_store_warp<HD>(st, sm.merge.o[warp], sm.merge.m[warp], sm.merge.l[warp]);
-    fa2d_write_partial<R, HD, true>(P, sm, split, head0, rows);
+    fa2d_write_partial<R, HD, true>(P, sm, b.split, b.head0, b.rows);
     if (P.slab >= 0)
-        fa2d_finish_fused<T, R, HD>(P, sm, unit, head0, rows);
+        fa2d_finish_fused<T, R, HD>(P, sm, b.unit, b.head0, b.rows);
 }
 
 // ---- the cluster kernel (sm_90: f16, bf16): one launch, no workspace ----
@@ -1126,21 +1135,13 @@ __global__ void __launch_bounds__(FA2D_THREADS, 1) fa2d_split_simt(const fa2d_pa
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int slot = lane / LANES, sub = lane % LANES; // position slot, dims chunk
-    const int split = blockIdx.x, unit = blockIdx.y;
-    const int kvh = unit / P.row_chunks, chunk = unit % P.row_chunks;
-    const int head0 = kvh * P.group + chunk * R;
-    const int rows = min(R, P.group - chunk * R);
+    fa2d_block b;
+    if (!fa2d_split_block<T, R, HD>(P, sm, &b))
+        return;
+    const int split = b.split, unit = b.unit, kvh = b.kvh, head0 = b.head0, rows = b.rows;
+    const int64_t begin = b.begin, end = b.end;
     const orin_kv_view cache = P.cache;
     const T *K = (const T *)cache.k, *V = (const T *)cache.v;
-
-    int64_t begin, end;
-    fa2d_range(P, split, &begin, &end);
-    if (begin >= end) { // block-uniform
-        fa2d_write_empty(P, split, head0, rows);
-        if (P.slab >= 0)
-            fa2d_finish_fused<T, R, HD>(P, sm, unit, head0, rows);
-        return;
-    }
 
     float q[R][VEC], acc[R][VEC], m[R], l[R];
 #pragma unroll

@@ -436,22 +436,33 @@ static cuda_gemm gemm_of(const orin_tensor *x, const orin_tensor *w, const orin_
     };
 }
 
-extern "C" int cuda_matmul(const orin_exec *ex, const orin_matmul_args *a, orin_dtype dt)
+static int dtype_ok(const char *label, orin_dtype dt)
 {
-    const char *label = "matmul (common)";
-    if (orin_check_matmul(label, ex, a, CUDA, dt))
-        return -1;
     if (dt != ORIN_F32 && dt != ORIN_F16 && dt != ORIN_BF16)
         return orin_error_set("%s: dtype %s is not supported on cuda", label,
                               orin_dtype_name(dt));
+    return 0;
+}
+
+/* g through cuBLASLt with the usable part of the exec's workspace. */
+static int lt_gemm_ws(const orin_exec *ex, const char *label, orin_dtype dt, const cuda_gemm *g)
+{
+    void *ws;
+    size_t ws_bytes = cuda_matmul_usable_workspace(ex->workspace, ex->workspace_size, &ws);
+    return cuda_lt_gemm(ex, label, dt, g, ws, ws_bytes);
+}
+
+extern "C" int cuda_matmul(const orin_exec *ex, const orin_matmul_args *a, orin_dtype dt)
+{
+    const char *label = "matmul (common)";
+    if (orin_check_matmul(label, ex, a, CUDA, dt) || dtype_ok(label, dt))
+        return -1;
     /* One row (a decode step): our GEMV streams the weights faster than
      * cuBLASLt does at n = 1 (cuda_fused.cu). */
     if (cuda_gemv_fits(a))
         return cuda_gemv(ex, a, dt);
     const cuda_gemm g = gemm_of(&a->x, &a->w, &a->bias, &a->y);
-    void *ws;
-    size_t ws_bytes = cuda_matmul_usable_workspace(ex->workspace, ex->workspace_size, &ws);
-    return cuda_lt_gemm(ex, label, dt, &g, ws, ws_bytes);
+    return lt_gemm_ws(ex, label, dt, &g);
 }
 
 /* ---- the fused epilogues ---- */
@@ -465,16 +476,11 @@ extern "C" int cuda_matmul_gelu(const orin_exec *ex, const orin_matmul_gelu_args
                                 orin_dtype dt)
 {
     const char *label = "matmul.gelu (common)";
-    if (orin_check_matmul_gelu(label, ex, a, CUDA, dt))
+    if (orin_check_matmul_gelu(label, ex, a, CUDA, dt) || dtype_ok(label, dt))
         return -1;
-    if (dt != ORIN_F32 && dt != ORIN_F16 && dt != ORIN_BF16)
-        return orin_error_set("%s: dtype %s is not supported on cuda", label,
-                              orin_dtype_name(dt));
     cuda_gemm g = gemm_of(&a->x, &a->w, &a->bias, &a->y);
     g.gelu_tanh = a->kind == ORIN_GELU_TANH && dt != ORIN_F32;
-    void *ws;
-    size_t ws_bytes = cuda_matmul_usable_workspace(ex->workspace, ex->workspace_size, &ws);
-    if (cuda_lt_gemm(ex, label, dt, &g, ws, ws_bytes) != 0)
+    if (lt_gemm_ws(ex, label, dt, &g) != 0)
         return -1;
     if (g.gelu_tanh)
         return 0;
@@ -487,14 +493,9 @@ extern "C" int cuda_matmul_gelu(const orin_exec *ex, const orin_matmul_gelu_args
 extern "C" int cuda_matmul_add(const orin_exec *ex, const orin_matmul_args *a, orin_dtype dt)
 {
     const char *label = "matmul.add (common)";
-    if (orin_check_matmul(label, ex, a, CUDA, dt))
+    if (orin_check_matmul(label, ex, a, CUDA, dt) || dtype_ok(label, dt))
         return -1;
-    if (dt != ORIN_F32 && dt != ORIN_F16 && dt != ORIN_BF16)
-        return orin_error_set("%s: dtype %s is not supported on cuda", label,
-                              orin_dtype_name(dt));
     cuda_gemm g = gemm_of(&a->x, &a->w, &a->bias, &a->y);
     g.accumulate = true;
-    void *ws;
-    size_t ws_bytes = cuda_matmul_usable_workspace(ex->workspace, ex->workspace_size, &ws);
-    return cuda_lt_gemm(ex, label, dt, &g, ws, ws_bytes);
+    return lt_gemm_ws(ex, label, dt, &g);
 }
