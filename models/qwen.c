@@ -491,25 +491,28 @@ static int upload_into(orin_model *m, const orin_st_tensor *src, const orin_tens
     return 0;
 }
 
-/* q, k and v (linears[0..2]) in float: one device buffer of their weights
- * stacked, [q_out + k_out + v_out, in], each layer's tensor a row view of it
- * (and their biases likewise), so that a prefill can run the three products
- * as one (matmul.qkv: one wide GEMM where three narrow ones left SMs idle). */
-static int load_qkv_stacked(orin_model *m, const orin_st_archive *ar, const char *dir,
-                            int32_t i, const layer_linear *linears)
+/* Linears of one input in float, `count` of them from linears[0]: one device
+ * buffer of their weights stacked, [out_0 + out_1 + ..., in], each layer's
+ * tensor a row view of it (and their biases likewise), so that a prefill can
+ * run the products as one wide GEMM (matmul.qkv for q, k and v, where k and v
+ * alone leave SMs idle; matmul.swiglu for gate and up). */
+static int load_stacked(orin_model *m, const orin_st_archive *ar, const char *dir, int32_t i,
+                        const layer_linear *linears, int count)
 {
     const int64_t in = linears[0].in;
-    const int64_t total = linears[0].out + linears[1].out + linears[2].out;
+    int64_t total = 0;
+    for (int t = 0; t < count; t++)
+        total += linears[t].out;
     const bool bias = linears[0].bias;
     orin_tensor w, b = {0};
     char name[192];
-    snprintf(name, sizeof name, "%slayers.%d.self_attn.qkv (stacked)", m->prefix, i);
+    snprintf(name, sizeof name, "%slayers.%d.%s.. (stacked)", m->prefix, i, linears[0].module);
     if (alloc_tensor(m, &w, m->dtype, 2, (int64_t[]){total, in}, name) != 0 ||
         (bias && alloc_tensor(m, &b, m->dtype, 1, &total, name) != 0))
         return -1;
     m->weight_bytes += orin_tensor_nbytes(&w) + (bias ? orin_tensor_nbytes(&b) : 0);
     const size_t elem = orin_dtype_size(m->dtype);
-    for (int t = 0, row = 0; t < 3; row += (int)linears[t].out, t++) {
+    for (int t = 0, row = 0; t < count; row += (int)linears[t].out, t++) {
         qwen_linear *L = linears[t].dst;
         const int64_t out = linears[t].out, dims[2] = {out, in};
         L->w = orin_tensor_make((char *)w.data + (size_t)row * (size_t)in * elem, m->dtype,
@@ -547,12 +550,16 @@ static int load_layer(orin_model *m, const orin_st_archive *ar, const char *dir,
         if (load_weight(m, ar, dir, name, 1, &norms[t].dim, norms[t].dst) != 0)
             return -1;
     }
-    /* linears[0..2] are q, k, v (layer_linears) */
-    const bool stack = L->q.fmt == ORIN_WEIGHT_FLOAT && L->k.fmt == ORIN_WEIGHT_FLOAT &&
-                       L->v.fmt == ORIN_WEIGHT_FLOAT;
-    if (stack && load_qkv_stacked(m, ar, dir, i, linears) != 0)
+    /* linears[0..2] are q, k, v, [4..5] gate and up (layer_linears) */
+    const bool stack_qkv = L->q.fmt == ORIN_WEIGHT_FLOAT && L->k.fmt == ORIN_WEIGHT_FLOAT &&
+                           L->v.fmt == ORIN_WEIGHT_FLOAT;
+    const bool stack_mlp = L->gate.fmt == ORIN_WEIGHT_FLOAT && L->up.fmt == ORIN_WEIGHT_FLOAT;
+    if ((stack_qkv && load_stacked(m, ar, dir, i, &linears[0], 3) != 0) ||
+        (stack_mlp && load_stacked(m, ar, dir, i, &linears[4], 2) != 0))
         return -1;
-    for (size_t t = stack ? 3 : 0; t < LAYER_LINEARS; t++) {
+    for (size_t t = 0; t < LAYER_LINEARS; t++) {
+        if ((stack_qkv && t < 3) || (stack_mlp && (t == 4 || t == 5)))
+            continue;
         snprintf(name, sizeof name, "%slayers.%d.%s", m->prefix, i, linears[t].module);
         if (load_linear(m, ar, dir, name, linears[t].out, linears[t].in, linears[t].bias,
                         linears[t].dst) != 0)

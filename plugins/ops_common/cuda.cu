@@ -387,6 +387,57 @@ extern "C" int cuda_add(const orin_exec *ex, const orin_add_args *a, orin_dtype 
     return elementwise<add_fn>(ex, "add (common)", "a", &a->a, "b", &a->b, &a->out, dt);
 }
 
+/* out[r, j] = swiglu(wide[r, j], wide[r, f + j]): the SwiGLU of a stacked
+ * gate/up product [n, 2f] into out [n, f], as swiglu computes it. Launch: grid
+ * min(ceil(units / 256), 32 * SMs), block 256, a unit (a 16-byte vector of N
+ * elements where f is a multiple of N and the pointers aligned, else an
+ * element) a thread per turn; no shared memory. Bandwidth-bound. */
+template <typename T, int N>
+__global__ void swiglu_rows_kernel(const T *__restrict__ wide, T *__restrict__ out, int64_t n,
+                                   int64_t f)
+{
+    const int64_t row_units = f / N, units = n * row_units;
+    swiglu_fn fn;
+    for (int64_t u = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; u < units;
+         u += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t r = u / row_units, j = (u - r * row_units) * N;
+        const T *g = wide + r * 2 * f + j;
+        if constexpr (N > 1) {
+            float fg[N], fu[N];
+            orin_cu_load16(g, fg);
+            orin_cu_load16(g + f, fu);
+#pragma unroll
+            for (int e = 0; e < N; e++)
+                fg[e] = fn(fg[e], fu[e]);
+            orin_cu_store16(out + r * f + j, fg);
+        } else {
+            out[r * f + j] = orin_cu_from_f32<T>(fn(orin_cu_f32(g[0]), orin_cu_f32(g[f])));
+        }
+    }
+}
+
+template <typename T>
+static void launch_swiglu_rows(const orin_exec *ex, const void *wide, void *out, int64_t n,
+                               int64_t f)
+{
+    constexpr int N = orin_cu_vec<T>::n;
+    cudaStream_t stream = orin_cu_stream(ex);
+    if (f % N == 0 && orin_cu_aligned16(wide) && orin_cu_aligned16(out))
+        swiglu_rows_kernel<T, N><<<orin_cu_grid_for(ex, n * (f / N), COPY_THREADS), COPY_THREADS,
+                                   0, stream>>>((const T *)wide, (T *)out, n, f);
+    else
+        swiglu_rows_kernel<T, 1><<<orin_cu_grid_for(ex, n * f, COPY_THREADS), COPY_THREADS, 0,
+                                   stream>>>((const T *)wide, (T *)out, n, f);
+}
+
+extern "C" int cuda_swiglu_rows(const orin_exec *ex, const void *wide, void *out, int64_t n,
+                                int64_t f, orin_dtype dt)
+{
+    const char *label = "matmul.swiglu (common)";
+    ORIN_CU_DISPATCH(dt, label, T, launch_swiglu_rows<T>(ex, wide, out, n, f));
+    return orin_cu_launched(label, dt, "swiglu of [%lld, 2 x %lld]", (long long)n, (long long)f);
+}
+
 /* ---- argmax ---- */
 
 /* Whether (v, j) beats the best so far (bv, bj), under cpu.c's argmax_row: a

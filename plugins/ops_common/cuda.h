@@ -24,6 +24,10 @@ int cuda_rmsnorm(const orin_exec *ex, const orin_rmsnorm_args *a, orin_dtype dt)
 int cuda_rope(const orin_exec *ex, const orin_rope_args *a, orin_dtype dt);
 int cuda_matmul(const orin_exec *ex, const orin_matmul_args *a, orin_dtype dt);
 int cuda_swiglu(const orin_exec *ex, const orin_swiglu_args *a, orin_dtype dt);
+/* The SwiGLU of a stacked gate/up product: out [n, f] from wide [n, 2f] (gate
+ * columns, then up's); matmul.swiglu's prefill over stacked weights. */
+int cuda_swiglu_rows(const orin_exec *ex, const void *wide, void *out, int64_t n, int64_t f,
+                     orin_dtype dt);
 int cuda_add(const orin_exec *ex, const orin_add_args *a, orin_dtype dt);
 int cuda_argmax(const orin_exec *ex, const orin_argmax_args *a, orin_dtype dt);
 int cuda_kv_write(const orin_exec *ex, const orin_kv_write_args *a, orin_dtype dt);

@@ -456,9 +456,22 @@ static int check_swiglu(const char *label, const orin_exec *ex, const orin_matmu
 
 // Prefill's scratch: the up projection [n, f] (the gate goes into out), then
 // the matmul's cuBLASLt workspace.
+// Whether w_up follows w_gate in memory, one [2f, in] matrix (the model
+// stacks them at load): a prefill then runs one GEMM 2f wide.
+static bool swiglu_stacked(const orin_matmul_swiglu_args *a)
+{
+    const size_t bytes = (size_t)(a->w_gate.shape[0] * a->w_gate.shape[1]) *
+                         orin_dtype_size(a->x.dtype);
+    return (const char *)a->w_up.data == (const char *)a->w_gate.data + bytes;
+}
+
+// The prefill's products in the workspace: up [n, f], or gate and up [n, 2f]
+// over stacked weights; 256-aligned, the matmul's workspace follows.
 static size_t swiglu_up_bytes(const orin_matmul_swiglu_args *a)
 {
     size_t bytes = (size_t)a->x.shape[0] * (size_t)a->w_up.shape[0] * orin_dtype_size(a->x.dtype);
+    if (swiglu_stacked(a))
+        bytes *= 2;
     return (bytes + 255) / 256 * 256;
 }
 
@@ -507,6 +520,20 @@ extern "C" int cuda_matmul_swiglu(const orin_exec *ex, const orin_matmul_swiglu_
         orin_exec rest = *ex;
         rest.workspace = (char *)ex->workspace + up_bytes;
         rest.workspace_size = ex->workspace_size - up_bytes;
+        if (swiglu_stacked(a)) { // gate and up as one GEMM into [n, 2f], then the SwiGLU
+            void *ws;
+            const size_t ws_bytes = cuda_matmul_usable_workspace(rest.workspace,
+                                                                 rest.workspace_size, &ws);
+            const cuda_gemm wide = {
+                .n = n, .in = in, .out = 2 * f,
+                .x = a->x.data, .w = a->w_gate.data, .bias = NULL, .y = ex->workspace,
+                .w_kmajor = false, .ldw = in, .ldy = 2 * f, .accumulate = false,
+                .gelu_tanh = false,
+            };
+            if (cuda_lt_gemm(ex, label, dt, &wide, ws, ws_bytes) != 0)
+                return -1;
+            return cuda_swiglu_rows(ex, ex->workspace, a->out.data, n, f, dt);
+        }
         orin_matmul_args g = {.x = a->x, .w = a->w_gate, .bias = {}, .y = a->out};
         orin_matmul_args u = {.x = a->x, .w = a->w_up, .bias = {}, .y = up};
         orin_swiglu_args s = {.gate = a->out, .up = up, .out = a->out};

@@ -203,11 +203,15 @@ static void qkv_case(orin_dtype dt, int64_t n, int64_t in, const int64_t outs[3]
 
 /* ---- matmul.swiglu ---- */
 
-static void swiglu_case(orin_dtype dt, int64_t n, int64_t in, int64_t f)
+/* stacked: w_up right after w_gate in one buffer, as the models load them (the
+ * prefill's one-product path). */
+static void swiglu_case(orin_dtype dt, int64_t n, int64_t in, int64_t f, bool stacked)
 {
     ops_rng rng = {.state = 30 + (uint64_t)(n * in + f)};
     ops_buf x = ops_buf_random(&rng, dt, n * in, -1, 1);
-    ops_buf wg = ops_buf_random(&rng, dt, f * in, -1, 1), wu = ops_buf_random(&rng, dt, f * in, -1, 1);
+    ops_buf w_all = ops_buf_random(&rng, dt, stacked ? 2 * f * in : 1, -1, 1);
+    ops_buf wg = stacked ? rows_view(&w_all, 0, f, in) : ops_buf_random(&rng, dt, f * in, -1, 1);
+    ops_buf wu = stacked ? rows_view(&w_all, f, f, in) : ops_buf_random(&rng, dt, f * in, -1, 1);
     ops_buf out = ops_buf_nan(dt, n * f), gate = ops_buf_nan(dt, n * f), up = ops_buf_nan(dt, n * f);
     const int64_t xd[2] = {n, in}, wd[2] = {f, in}, od[2] = {n, f};
     orin_matmul_swiglu_args fused = {
@@ -220,8 +224,8 @@ static void swiglu_case(orin_dtype dt, int64_t n, int64_t in, int64_t f)
     orin_matmul_args u = {.x = fused.x, .w = fused.w_up, .y = ops_tensor(up.data, dt, 2, od)};
     orin_swiglu_args s = {.gate = g.y, .up = u.y, .out = g.y};
     char what[128];
-    snprintf(what, sizeof what, "matmul.swiglu %s x [%lld, %lld], f %lld", orin_dtype_name(dt),
-             (long long)n, (long long)in, (long long)f);
+    snprintf(what, sizeof what, "matmul.swiglu %s x [%lld, %lld], f %lld%s", orin_dtype_name(dt),
+             (long long)n, (long long)in, (long long)f, stacked ? ", stacked" : "");
     if (run(impl_of(ORIN_OP_MATMUL_SWIGLU, dt), &fused) == 0 &&
         run(impl_of(ORIN_OP_MATMUL, dt), &g) == 0 && run(impl_of(ORIN_OP_MATMUL, dt), &u) == 0 &&
         run(impl_of(ORIN_OP_SWIGLU, dt), &s) == 0) {
@@ -231,8 +235,11 @@ static void swiglu_case(orin_dtype dt, int64_t n, int64_t in, int64_t f)
     }
     ops_release();
     ops_buf_free(&x);
-    ops_buf_free(&wg);
-    ops_buf_free(&wu);
+    if (!stacked) {
+        ops_buf_free(&wg);
+        ops_buf_free(&wu);
+    }
+    ops_buf_free(&w_all);
     ops_buf_free(&out);
     ops_buf_free(&gate);
     ops_buf_free(&up);
@@ -462,11 +469,15 @@ int main(int argc, char **argv)
         qkv_case(dt, 300, 512, (int64_t[]){512, 128, 128}, false, true);
         qkv_case(dt, 9, 67, (int64_t[]){33, 7, 9}, true, true);
         qkv_case(dt, 1, 256, (int64_t[]){256, 64, 64}, true, true);
-        swiglu_case(dt, 1, 1024, 3072);
-        swiglu_case(dt, 1, 67, 129);
-        swiglu_case(dt, 3, 256, 384);
+        swiglu_case(dt, 1, 1024, 3072, false);
+        swiglu_case(dt, 1, 67, 129, false);
+        swiglu_case(dt, 3, 256, 384, false);
         if (!quick)
-            swiglu_case(dt, 1, 4096, 12288);
+            swiglu_case(dt, 1, 4096, 12288, false);
+        swiglu_case(dt, 37, 256, 384, true);
+        swiglu_case(dt, 300, 128, 1000, true);
+        swiglu_case(dt, 5, 67, 129, true);
+        swiglu_case(dt, 1, 256, 384, true);
         rope_cache_case(dt, 1, 32, 8, 128, true, 4000, 0);
         rope_cache_case(dt, 9, 4, 2, 64, true, 0, 0);
         rope_cache_case(dt, 5, 14, 2, 64, false, 1000, 0);
