@@ -90,13 +90,21 @@ printf 'one two three four five\nsix seven eight\nnine ten eleven\ntwelve\n' |
 check "overflowing chat exits 0" $?
 grep -q "context full: dropping the oldest" "$tmp/err"; check "overflow is announced" $?
 
+# until_output FILE: waits (up to 60 s) until FILE has text: the reply has
+# started, so the model is loaded and the SIGINT handler installed (a fixed
+# sleep raced the load on a busy machine).
+until_output() {
+  for _ in $(seq 600); do [ -s "$1" ] && return 0; sleep 0.1; done
+  return 1
+}
+
 # Ctrl-C during a one-shot reply: stats, exit 130. On the host: a GPU decodes
 # the whole context of the tiny model before the signal comes.
 # (orin-run itself in the background, not a function's subshell, so that $! is its pid)
 "$orin_run" --set model.path="$model" --set runtime.device=cpu -p Hello --set generate.max_tokens=100000 \
-  --set runtime.max_context=2048 --set generate.temperature=0 >/dev/null 2>"$tmp/err" &
+  --set runtime.max_context=2048 --set generate.temperature=0 >"$tmp/out_int" 2>"$tmp/err" &
 pid=$!
-sleep 0.4
+until_output "$tmp/out_int"
 kill -INT $pid
 wait $pid
 [ $? -eq 130 ]; check "Ctrl-C exits 130" $?
@@ -105,11 +113,12 @@ grep -q "stop: interrupted" "$tmp/err"; check "Ctrl-C prints the stats" $?
 # Ctrl-C in interactive mode stops the reply and returns to the prompt.
 mkfifo "$tmp/in"
 "$orin_run" --set model.path="$model" --set runtime.device=cpu -i --set generate.max_tokens=100000 \
-  --set runtime.max_context=2048 --set generate.temperature=0 <"$tmp/in" >/dev/null 2>"$tmp/err" &
+  --set runtime.max_context=2048 --set generate.temperature=0 <"$tmp/in" >"$tmp/out_int2" \
+  2>"$tmp/err" &
 pid=$!
 exec 3>"$tmp/in"
 echo "Hello" >&3
-sleep 0.4
+until_output "$tmp/out_int2"
 kill -INT $pid
 sleep 0.2
 echo "/exit" >&3
