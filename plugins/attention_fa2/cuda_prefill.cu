@@ -3,10 +3,12 @@
 // f16/bf16 run the tensor-core kernel of cuda_prefill_mma.cuh, or on Hopper
 // at head_dim 128 (the default there) the wgmma kernel of
 // cuda_prefill_wgmma.cuh (both instantiated in cuda_prefill_f16.cu and
-// cuda_prefill_bf16.cu); f32 runs the CUDA-core kernel below, with the same
-// loop structure and expf. This file holds the host side:
-// the argument checks, the tile configuration (ORIN_FA2_PREFILL_CONFIG), the
-// 16-byte-alignment decision, and `supports`.
+// cuda_prefill_bf16.cu); attention.full likewise, with its own wgmma kernel
+// at head_dim 64 and 72 on Hopper; f32 runs the CUDA-core kernel below, with
+// the same loop structure and expf. This file holds the host side: the
+// argument checks, the tile configuration (ORIN_FA2_PREFILL_CONFIG) and
+// attention.full's kernel (ORIN_FA2_FULL_CONFIG), the 16-byte-alignment
+// decision, and `supports`.
 //
 // Positions come from device memory and are never trusted: a row whose position
 // is outside 0..max_kv_len-1 is written as NaN and reads nothing; every K/V row
@@ -29,6 +31,10 @@ static const int fa2_config_block_q[] = {128, 128, 64, 128, 128, 128, 128};
 static_assert(sizeof fa2_config_names / sizeof fa2_config_names[0] == FA2_PREFILL_CONFIGS &&
                   sizeof fa2_config_block_q / sizeof fa2_config_block_q[0] == FA2_PREFILL_CONFIGS,
               "one name and one BQ per fa2_prefill_config");
+// Indexed by fa2_full_config (ORIN_FA2_FULL_CONFIG).
+static const char *const fa2_full_config_names[] = {"mma", "wgmma", "wgmma-q128", "wgmma-n80"};
+static_assert(sizeof fa2_full_config_names / sizeof fa2_full_config_names[0] == FA2_FULL_CONFIGS,
+              "one name per fa2_full_config");
 
 // ---- f32: CUDA cores ----
 
@@ -283,21 +289,26 @@ static int fa2_pick_config(const orin_exec *ex, int64_t n, int64_t heads, int he
     return config;
 }
 
-// Whether the wgmma kernel (cuda_prefill_wgmma.cuh) runs this call: a Hopper
-// GPU (compute capability 9: the sm_90a code; later majors have no wgmma), a
-// build with the sm_90a target (FA2_HAVE_SM90A, from CMake: a plain sm_90 build
-// has no wgmma), head_dim 128, 16-byte aligned rows (cp.async and the 16-byte
-// stores). Where not, the wgmma configs run the mma.sync q128k64w4 tiles.
-static bool fa2_wgmma_ok(const orin_exec *ex, int64_t hd, bool vec16)
+// Whether a wgmma kernel (cuda_prefill_wgmma.cuh) can run on this device: a
+// Hopper GPU (compute capability 9: the sm_90a code; later majors have no
+// wgmma) in a build with the sm_90a target (FA2_HAVE_SM90A, from CMake: a
+// plain sm_90 build has no wgmma).
+static bool fa2_wgmma_device_ok(const orin_exec *ex)
 {
 #ifdef FA2_HAVE_SM90A
-    return orin_cu_cc_major(ex) == 9 && hd == 128 && vec16;
+    return orin_cu_cc_major(ex) == 9;
 #else
     (void)ex;
-    (void)hd;
-    (void)vec16;
     return false;
 #endif
+}
+
+// Whether the causal wgmma kernel runs this call: the device (above), head_dim
+// 128, 16-byte aligned rows (cp.async and the 16-byte stores). Where not, the
+// wgmma configs run the mma.sync q128k64w4 tiles.
+static bool fa2_wgmma_ok(const orin_exec *ex, int64_t hd, bool vec16)
+{
+    return fa2_wgmma_device_ok(ex) && hd == 128 && vec16;
 }
 
 // 16-byte accesses need every row start 16-byte aligned: q and out rows are
@@ -396,6 +407,44 @@ extern "C" bool fa2_cuda_full_supports(const void *args, char *why, size_t why_c
     return false;
 }
 
+// ORIN_FA2_FULL_CONFIG, read once: a fa2_full_config, -1 when unset, -2 when
+// it names none.
+static int fa2_read_env_full_config(void)
+{
+    const char *name = getenv("ORIN_FA2_FULL_CONFIG");
+    if (!name || !*name)
+        return -1;
+    for (int c = 0; c < FA2_FULL_CONFIGS; c++) {
+        if (strcmp(name, fa2_full_config_names[c]) == 0) {
+            orin_log(ORIN_LOG_INFO, "fa2 attention.full: kernel %s (ORIN_FA2_FULL_CONFIG)", name);
+            return c;
+        }
+    }
+    return -2;
+}
+
+// attention.full's kernel: the environment's, or by default on a Hopper GPU
+// of the sm_90a build at head_dim 64 and 72 with 16-byte aligned rows the
+// wgmma kernel of 3 warpgroups (cuda_prefill_wgmma.cuh,
+// bench/notes/fa2-prefill.md); everywhere else (and for the wgmma names where
+// they cannot run) the mma.sync kernel.
+static int fa2_pick_full_config(const orin_exec *ex, int64_t hd, bool vec16, const char *label)
+{
+    static const int env = fa2_read_env_full_config();
+    if (env == -2) {
+        char names[128] = "";
+        for (int c = 0; c < FA2_FULL_CONFIGS; c++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", c ? ", " : "",
+                     fa2_full_config_names[c]);
+        return orin_error_set("%s: ORIN_FA2_FULL_CONFIG=%s names no kernel (%s)", label,
+                              getenv("ORIN_FA2_FULL_CONFIG"), names);
+    }
+    const int config = env >= 0 ? env : FA2_FULL_WGMMA;
+    if (config != FA2_FULL_MMA && !(fa2_wgmma_device_ok(ex) && (hd == 64 || hd == 72) && vec16))
+        return FA2_FULL_MMA;
+    return config;
+}
+
 // k and v [n, Hkv, hd] are read through a cache view of them (pos = token),
 // so that the kernel keeps its one K/V address function.
 extern "C" int fa2_cuda_attention_full(const orin_exec *ex, const orin_attention_full_args *a,
@@ -420,6 +469,12 @@ extern "C" int fa2_cuda_attention_full(const orin_exec *ex, const orin_attention
     if (n == 0)
         return 0;
     const size_t elem = orin_dtype_size(dt);
+    const bool vec16 = orin_cu_aligned16(a->q.data) && orin_cu_aligned16(a->out.data) &&
+                       orin_cu_aligned16(a->k.data) && orin_cu_aligned16(a->v.data) &&
+                       (hd * elem) % 16 == 0;
+    const int config = fa2_pick_full_config(ex, hd, vec16, label);
+    if (config < 0)
+        return -1;
     fa2_prefill_launch l = {
         .p =
             {
@@ -438,13 +493,11 @@ extern "C" int fa2_cuda_attention_full(const orin_exec *ex, const orin_attention
                 .max_kv_len = (int32_t)n,
                 .scale = a->scale,
                 .scale_log2 = a->scale * 1.44269504088896341f,
-                .vec16 = orin_cu_aligned16(a->q.data) && orin_cu_aligned16(a->out.data) &&
-                         orin_cu_aligned16(a->k.data) && orin_cu_aligned16(a->v.data) &&
-                         (hd * elem) % 16 == 0,
+                .vec16 = vec16,
             },
         .head_dim = (int)hd,
         .full = true,
-        .config = FA2_Q128_K64_W4,
+        .config = config,
         .device = ex->device->index,
         .stream = orin_cu_stream(ex),
         .label = label,
@@ -452,7 +505,8 @@ extern "C" int fa2_cuda_attention_full(const orin_exec *ex, const orin_attention
     int rc = dt == ORIN_F16 ? fa2_prefill_mma_f16(&l) : fa2_prefill_mma_bf16(&l);
     if (rc)
         return rc;
-    return orin_cu_launched(label, dt, "n %lld, heads %lld/%lld, head_dim %lld, %lld segments",
+    return orin_cu_launched(label, dt,
+                            "n %lld, heads %lld/%lld, head_dim %lld, %lld segments, %s kernel",
                             (long long)n, (long long)heads, (long long)kv_heads, (long long)hd,
-                            (long long)segments);
+                            (long long)segments, fa2_full_config_names[config]);
 }

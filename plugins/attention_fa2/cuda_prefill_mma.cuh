@@ -32,6 +32,19 @@ enum fa2_prefill_config {
     FA2_PREFILL_CONFIGS
 };
 
+// attention.full's kernels (fa2_prefill_launch.config of a full launch);
+// ORIN_FA2_FULL_CONFIG picks one by name. The wgmma ones run on a compute
+// capability 9 GPU in a build with the sm_90a target at head_dim 64 and 72
+// with 16-byte aligned rows (cuda_prefill_wgmma.cuh); elsewhere the host
+// picks the mma.sync kernel.
+enum fa2_full_config {
+    FA2_FULL_MMA,         // the mma.sync kernel (fa2_launch_full): every GPU, head_dim 64/72/128
+    FA2_FULL_WGMMA,       // 3 warpgroups of 64 rows (192-row Q tiles), P V at n = head_dim
+    FA2_FULL_WGMMA_Q128,  // 2 warpgroups (128-row Q tiles)
+    FA2_FULL_WGMMA_N80,   // 3 warpgroups, P V at n 80 at head_dim 72 (zero-filled dims 72-79)
+    FA2_FULL_CONFIGS
+};
+
 struct fa2_prefill_params {
     const void *q;            // [n, H, hd]
     void *out;                // [n, H, hd]
@@ -50,7 +63,7 @@ struct fa2_prefill_launch {
     fa2_prefill_params p;
     int head_dim;             // 64 or 128; attention.full also 72
     bool full;                // attention.full: bidirectional within segments
-    int config;               // fa2_prefill_config
+    int config;               // fa2_prefill_config (full: fa2_full_config)
     int device;               // CUDA ordinal (per-device smem attribute)
     cudaStream_t stream;
     const char *label;
@@ -764,6 +777,9 @@ template <typename T, int HD> static int fa2_launch_mma_hd(const fa2_prefill_lau
 // in 1.45 waves on 132 SMs (216 us a call, H200). KV tiles of 32 take 64 KB,
 // 3 blocks an SM (ptxas held to 168 registers): one wave
 // (FA2_FULL72_BKV / FA2_FULL72_MIN_BLOCKS: the A/B's knobs, notes/fa2-prefill.md).
+// On Hopper (sm_90a build) head_dim 64 and 72 run fa2_full_wgmma_kernel instead
+// (cuda_prefill_wgmma.cuh; config FA2_FULL_MMA, ORIN_FA2_FULL_CONFIG=mma, runs
+// this one there).
 #ifndef FA2_FULL72_BKV
 #define FA2_FULL72_BKV 32
 #endif

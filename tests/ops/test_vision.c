@@ -495,16 +495,20 @@ static void attention_full_case(const char *provider, orin_dtype dt, const full_
     ops_release();
 }
 
-/* Segments that cross the flash kernel's tiles (128 query rows, 64 keys): one
- * of one token, an empty one, ends at 63, 64, 65, 127, 128, 129 and past 256;
- * at the head_dims fa2 runs (72: Qwen3-VL-8B's vision tower, in 128-wide rows). */
+/* Segments that cross the flash kernels' tiles (128 or 192 query rows, 64
+ * keys): one of one token, an empty one, ends at 63, 64, 65, 127, 128, 129,
+ * 191 and past 256; at the head_dims fa2 runs (72: Qwen3-VL-8B's vision
+ * tower). Two images of 500 and 600 patches: long loops (many rescales), Q
+ * tiles that straddle them, a warpgroup whose first tile is not the block's. */
 static const int32_t cross_300[] = {0, 1, 65, 65, 129, 191, 300};
 static const int32_t cross_257[] = {0, 257};
 static const int32_t cross_200[] = {0, 63, 64, 127, 128, 200};
+static const int32_t images_1100[] = {0, 500, 1100};
 static const full_case tile_cases[] = {
     {.n = 300, .heads = 4, .kv_heads = 2, .hd = 64, .segments = 6, .cu = cross_300},
     {.n = 257, .heads = 3, .kv_heads = 3, .hd = 72, .segments = 1, .cu = cross_257},
     {.n = 300, .heads = 2, .kv_heads = 1, .hd = 72, .segments = 6, .cu = cross_300},
+    {.n = 1100, .heads = 4, .kv_heads = 2, .hd = 72, .segments = 2, .cu = images_1100},
     {.n = 200, .heads = 2, .kv_heads = 2, .hd = 128, .segments = 5, .cu = cross_200},
 };
 #define N_TILE_CASES (sizeof tile_cases / sizeof tile_cases[0])
