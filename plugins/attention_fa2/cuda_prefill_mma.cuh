@@ -171,17 +171,8 @@ __device__ __forceinline__ void fa2_warp_span(const int *pos_sm, int row0, int r
             mn = min(mn, pos);
         }
     }
-    // Shuffles, not __reduce_*_sync (redux.sync): compute-sanitizer's racecheck
-    // stopped on the causal kernels ("failed to handle a hardware exception")
-    // and this was the one instruction they had that the full-attention ones
-    // (clean under racecheck) had not. Once a block: the cost is nil.
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) {
-        mx = max(mx, __shfl_xor_sync(0xffffffffu, mx, off));
-        mn = min(mn, __shfl_xor_sync(0xffffffffu, mn, off));
-    }
-    *max_out = mx;
-    *min_out = mn;
+    *max_out = __reduce_max_sync(0xffffffffu, mx);
+    *min_out = __reduce_min_sync(0xffffffffu, mn);
 }
 
 // ---- PTX wrappers ----
