@@ -8,7 +8,8 @@
 #
 # Environment: FA2_CONFIGS (comma-separated: each value its own fa2 row, for
 # prefill and decode alike; "default" = the variable unset), FA2_PREFILL_CONFIGS
-# (ORIN_FA2_PREFILL_CONFIG: q128k64w4, q128k64w8, q64k64w4, q128k32w4s3),
+# (ORIN_FA2_PREFILL_CONFIG: q128k64w4, q128k64w8, q64k64w4, q128k32w4s3, wgmma,
+# wgmma-qreg (the default on Hopper at head_dim 128), wgmma-sync),
 # FA2_DECODE_CONFIGS (ORIN_FA2_DECODE_CONFIG: e.g. fused, two-kernel, simt, bps=2),
 # MODES ("prefill decode"), PROVIDERS ("mha fa1 fa2"), BACKENDS ("flash cudnn"),
 # DTYPES ("f16,bf16"), RUNS (30), NO_TORCH=1 (orin only).
