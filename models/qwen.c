@@ -506,7 +506,8 @@ static int load_stacked(orin_model *m, const orin_st_archive *ar, const char *di
     const bool bias = linears[0].bias;
     orin_tensor w, b = {0};
     char name[192];
-    snprintf(name, sizeof name, "%slayers.%d.%s.. (stacked)", m->prefix, i, linears[0].module);
+    snprintf(name, sizeof name, "%slayers.%d.%s and %d more (stacked)", m->prefix, i,
+             linears[0].module, count - 1);
     if (alloc_tensor(m, &w, m->dtype, 2, (int64_t[]){total, in}, name) != 0 ||
         (bias && alloc_tensor(m, &b, m->dtype, 1, &total, name) != 0))
         return -1;
