@@ -266,24 +266,18 @@ static int fa2_read_env_config(void)
 // 128 x 64 tiles double-buffered (96 KB) on Hopper (228 KB of smem an SM) and
 // 128 x 32 tiles, 3 stages (80 KB) on Ampere/Orin (164 KB). 64-row tiles when
 // 128-row ones would leave SMs without a block.
-// The error for an environment variable `var` that names none of names[0..count).
-static int fa2_unknown_config(const char *label, const char *var, const char *const *names,
-                              int count)
-{
-    char list[192] = "";
-    for (int c = 0; c < count; c++)
-        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", c ? ", " : "",
-                 names[c]);
-    return orin_error_set("%s: %s=%s names no configuration (%s)", label, var, getenv(var), list);
-}
-
 static int fa2_pick_config(const orin_exec *ex, int64_t n, int64_t heads, int head_dim,
                            const char *label)
 {
     static const int env = fa2_read_env_config();
-    if (env == -2)
-        return fa2_unknown_config(label, "ORIN_FA2_PREFILL_CONFIG", fa2_config_names,
-                                  FA2_PREFILL_CONFIGS);
+    if (env == -2) {
+        char names[128] = "";
+        for (int c = 0; c < FA2_PREFILL_CONFIGS; c++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", c ? ", " : "",
+                     fa2_config_names[c]);
+        return orin_error_set("%s: ORIN_FA2_PREFILL_CONFIG=%s names no tile config (%s)", label,
+                              getenv("ORIN_FA2_PREFILL_CONFIG"), names);
+    }
     if (env >= 0)
         return env;
     const int major = orin_cu_cc_major(ex) ? orin_cu_cc_major(ex) : 8; // unknown: Ampere's tiles
@@ -437,9 +431,14 @@ static int fa2_read_env_full_config(void)
 static int fa2_pick_full_config(const orin_exec *ex, int64_t hd, bool vec16, const char *label)
 {
     static const int env = fa2_read_env_full_config();
-    if (env == -2)
-        return fa2_unknown_config(label, "ORIN_FA2_FULL_CONFIG", fa2_full_config_names,
-                                  FA2_FULL_CONFIGS);
+    if (env == -2) {
+        char names[128] = "";
+        for (int c = 0; c < FA2_FULL_CONFIGS; c++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", c ? ", " : "",
+                     fa2_full_config_names[c]);
+        return orin_error_set("%s: ORIN_FA2_FULL_CONFIG=%s names no kernel (%s)", label,
+                              getenv("ORIN_FA2_FULL_CONFIG"), names);
+    }
     const int config = env >= 0 ? env : FA2_FULL_WGMMA;
     if (config != FA2_FULL_MMA && !(fa2_wgmma_device_ok(ex) && (hd == 64 || hd == 72) && vec16))
         return FA2_FULL_MMA;
