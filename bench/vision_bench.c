@@ -55,7 +55,7 @@ static int usage(const char *prog)
     return 2;
 }
 
-/* The encoder's output tensors on the device, for grid g. */
+/* The encoder's output tensors on the device: `merged` tokens each. */
 static int alloc_outputs(bench *b, const orin_vision_config *c, int64_t merged, orin_dtype dt,
                          orin_vision_device_output *o)
 {
@@ -65,7 +65,8 @@ static int alloc_outputs(bench *b, const orin_vision_config *c, int64_t merged, 
         orin_tensor *t = j < 0 ? &o->embeds : &o->deepstack[j];
         *t = orin_tensor_make(NULL, dt, ORIN_DEVICE_CUDA, 2, dims);
         if (!(t->data = b->dev->ops->alloc(b->dev, orin_tensor_nbytes(t))))
-            return -1;
+            return orin_error_set("cannot allocate the encoder's outputs (%.1f MiB each)",
+                                  (double)orin_tensor_nbytes(t) / 1048576.0);
     }
     return 0;
 }
@@ -87,23 +88,26 @@ int main(int argc, char **argv)
         const char *val = ++i < argc ? argv[i] : NULL;
         if (!val)
             return usage(argv[0]);
-        if (!strcmp(arg, "--dtype"))
+        if (!strcmp(arg, "--dtype")) {
+            if (strcmp(val, "f16") && strcmp(val, "bf16"))
+                return usage(argv[0]);
             dt = !strcmp(val, "bf16") ? ORIN_BF16 : ORIN_F16;
-        else if (!strcmp(arg, "--grid")) {
+        } else if (!strcmp(arg, "--grid")) {
             if (sscanf(val, "%dx%d", &h, &w) != 2 || h < 1 || w < 1)
                 return usage(argv[0]);
         } else if (!strcmp(arg, "--runs")) {
             runs = atoi(val);
             if (runs < 1 || runs > MAX_RUNS)
                 return usage(argv[0]);
-        } else if (!strcmp(arg, "--attention"))
+        } else if (!strcmp(arg, "--attention")) {
             attention = val;
-        else if (!strcmp(arg, "--plugins"))
+        } else if (!strcmp(arg, "--plugins")) {
             plugin_dir = val;
-        else if (!strcmp(arg, "--fused"))
+        } else if (!strcmp(arg, "--fused")) {
             fused = strcmp(val, "0") != 0;
-        else
+        } else {
             return usage(argv[0]);
+        }
     }
     if (!dir)
         return usage(argv[0]);

@@ -313,7 +313,6 @@ static int load_merger(orin_vision_encoder *e, const orin_st_archive *ar, const 
                : 0;
 }
 
-
 static int load_weights(orin_vision_encoder *e, const char *dir)
 {
     const orin_vision_config *c = &e->cfg;
@@ -524,7 +523,7 @@ static int host_tables_make(const orin_vision_encoder *e, const orin_vision_grid
     t->cu = malloc((size_t)(t->frames + 1) * sizeof(int32_t));
     if (!t->cos || !t->sin || !t->cu) {
         host_tables_free(t);
-        return orin_error_set("vision encoder: out of memory for the position tables");
+        return orin_error_set("vision encoder: out of memory for the rotary tables");
     }
     int64_t row = 0, frame = 0;
     t->cu[0] = 0;
@@ -829,11 +828,12 @@ static float *fetch(orin_vision_encoder *e, const orin_tensor *t)
 }
 
 /* Runs the nodes g holds, then empties it for the next stage (with a
- * profile: one run of it). */
+ * profile: one run of it). A failure (building or running) is prefixed with
+ * the encoder's name. */
 static int run_stage(orin_vision_encoder *e, run_bufs *r, builder *b)
 {
     if (b->rc != 0)
-        return -1;
+        return orin_error_prefix("vision encoder: ");
     if (grow(e, &e->workspace, &e->workspace_size, orin_graph_workspace_size(b->g), "workspace"))
         return -1;
     orin_exec ex = {.device = e->dev, .workspace = e->workspace,
@@ -841,14 +841,16 @@ static int run_stage(orin_vision_encoder *e, run_bufs *r, builder *b)
     int rc = e->profile ? orin_graph_run_profiled(b->g, &ex, e->profile, 0)
                         : orin_graph_run(b->g, &ex);
     orin_graph_reset(b->g);
-    return rc;
+    return rc ? orin_error_prefix("vision encoder: ") : 0;
 }
 
 /* The nodes built so far run now with trace, so that their output can be
  * copied back; else they wait, and the whole encoder runs as one graph. */
 static int stage_end(orin_vision_encoder *e, run_bufs *r, builder *b, bool trace)
 {
-    return trace ? run_stage(e, r, b) : b->rc;
+    if (trace)
+        return run_stage(e, r, b);
+    return b->rc ? orin_error_prefix("vision encoder: ") : 0;
 }
 
 /* The stages in order; with trace each one's output is copied back, and the
@@ -884,8 +886,6 @@ static int run_all(orin_vision_encoder *e, run_bufs *r, const orin_vision_grid *
         add_merger(e, &b, r, &e->merger, false, r->embeds);
         rc = run_stage(e, r, &b);
     }
-    if (rc != 0)
-        orin_error_prefix("vision encoder: ");
     if (rc == 0 && out)
         rc = (out->embeds = fetch(e, &r->embeds)) ? 0 : -1;
     for (int j = 0; rc == 0 && out && j < c->n_deepstack; j++)
