@@ -454,8 +454,6 @@ static int check_swiglu(const char *label, const orin_exec *ex, const orin_matmu
     return 0;
 }
 
-// Prefill's scratch: the up projection [n, f] (the gate goes into out), then
-// the matmul's cuBLASLt workspace.
 // Whether w_up follows w_gate in memory, one [2f, in] matrix (the model
 // stacks them at load): a prefill then runs one GEMM 2f wide.
 static bool swiglu_stacked(const orin_matmul_swiglu_args *a)
@@ -465,13 +463,14 @@ static bool swiglu_stacked(const orin_matmul_swiglu_args *a)
     return (const char *)a->w_up.data == (const char *)a->w_gate.data + bytes;
 }
 
-// The prefill's products in the workspace: up [n, f], or gate and up [n, 2f]
-// over stacked weights; 256-aligned, the matmul's workspace follows.
+// The prefill's products in the workspace: gate and up [n, 2f] over stacked
+// weights, else up [n, f]; sized for the stacked case whatever the pointers,
+// so that the size follows the shapes alone (the model's memory plan asks
+// with calls that have no data); 256-aligned, the matmul's workspace follows.
 static size_t swiglu_up_bytes(const orin_matmul_swiglu_args *a)
 {
-    size_t bytes = (size_t)a->x.shape[0] * (size_t)a->w_up.shape[0] * orin_dtype_size(a->x.dtype);
-    if (swiglu_stacked(a))
-        bytes *= 2;
+    size_t bytes = 2 * (size_t)a->x.shape[0] * (size_t)a->w_up.shape[0] *
+                   orin_dtype_size(a->x.dtype);
     return (bytes + 255) / 256 * 256;
 }
 
@@ -510,7 +509,8 @@ extern "C" int cuda_matmul_swiglu(const orin_exec *ex, const orin_matmul_swiglu_
     if (check_swiglu(label, ex, a, dt))
         return -1;
     const int64_t n = a->x.shape[0], in = a->x.shape[1], f = a->w_gate.shape[0];
-    if (n > 1) { // prefill: gate into out, up into the workspace, then the SwiGLU
+    if (n > 1) { // prefill: one GEMM over stacked weights, or gate into out and up
+                 // into the workspace; then the SwiGLU
         size_t up_bytes = swiglu_up_bytes(a);
         if (!ex->workspace || ex->workspace_size < cuda_matmul_swiglu_workspace_size(a))
             return orin_error_set("%s: workspace of %zu bytes, needs %zu", label,

@@ -86,10 +86,42 @@ size_t orin_graph_workspace_size(const orin_graph *g)
     return g->workspace;
 }
 
+/* The node's label without a "layer N " or "block N " prefix (any lower-case
+ * word and a number): "qkv_proj". */
+static const char *label_kind(const char *label)
+{
+    int skip = 0;
+    if (sscanf(label, "%*[a-z] %*d %n", &skip) == 0 && skip > 0)
+        label += skip;
+    return label;
+}
+
+/* A measuring aid, never for results: ORIN_BENCH_SKIP="attention,rope_kv_write"
+ * leaves the nodes of those kinds out of every run (and so out of a captured
+ * decode graph), so that a benchmark prices each kind of op inside the replayed
+ * step by difference (bench/decode_breakdown.sh). The outputs are then wrong. */
+static bool skipped_for_bench(const orin_node *node)
+{
+    const char *list = getenv("ORIN_BENCH_SKIP");
+    if (!list || !*list)
+        return false;
+    const char *kind = label_kind(node->label);
+    size_t len = strlen(kind);
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ",");
+        if (n == len && strncmp(p, kind, n) == 0)
+            return true;
+        p += n + (p[n] == ',');
+    }
+    return false;
+}
+
 int orin_graph_run(const orin_graph *g, const orin_exec *ex)
 {
     for (size_t i = 0; i < g->count; i++) {
         const orin_node *node = &g->nodes[i];
+        if (skipped_for_bench(node))
+            continue;
         if (node->impl->run(ex, node->args) != 0)
             return orin_error_prefix("%s %s (%s): ", node->label, node->impl->op,
                                      node->impl->provider);
@@ -154,15 +186,11 @@ long orin_profile_runs(const orin_profile *p)
     return p ? p->runs : 0;
 }
 
-/* The node's kind: its label without a "layer N " or "block N " prefix (any
- * lower-case word and a number), and its op and provider. */
+/* The node's kind: label_kind, and its op and provider. */
 static void node_kind(const orin_node *node, char *out, size_t cap)
 {
-    const char *label = node->label;
-    int skip = 0;
-    if (sscanf(label, "%*[a-z] %*d %n", &skip) == 0 && skip > 0)
-        label += skip;
-    snprintf(out, cap, "%s (%s, %s)", label, node->impl->op, node->impl->provider);
+    snprintf(out, cap, "%s (%s, %s)", label_kind(node->label), node->impl->op,
+             node->impl->provider);
 }
 
 static profile_row *profile_row_of(orin_profile *p, const char *kind)
