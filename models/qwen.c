@@ -108,6 +108,9 @@ typedef struct qwen_buffers {
     int32_t rows;
     orin_tensor ids, pos;                 /* i32 [rows] */
     orin_tensor x, h, o;                  /* [rows, d] */
+    orin_tensor x_alt;                    /* [rows, d]: where a decode step's residual
+                                             stream goes when a product's norm writes it
+                                             (orin_norm_in: not over x, which it reads) */
     orin_tensor q, attn;                  /* [rows, H*hd] */
     orin_tensor k, v;                     /* [rows, Hkv*hd] */
     orin_tensor gate, up;                 /* [rows, F] */
@@ -848,7 +851,7 @@ typedef struct buffer_spec {
     const char *what;
 } buffer_spec;
 
-enum { BUFFERS = 12 };
+enum { BUFFERS = 13 };
 
 static void buffer_specs(const orin_model *m, qwen_buffers *b, buffer_spec out[BUFFERS])
 {
@@ -860,6 +863,7 @@ static void buffer_specs(const orin_model *m, qwen_buffers *b, buffer_spec out[B
         {&b->x, m->dtype, c->hidden_size, "activations"},
         {&b->h, m->dtype, c->hidden_size, "activations"},
         {&b->o, m->dtype, c->hidden_size, "activations"},
+        {&b->x_alt, m->dtype, c->hidden_size, "activations"},
         {&b->q, m->dtype, c->num_attention_heads * hd, "activations"},
         {&b->attn, m->dtype, c->num_attention_heads * hd, "activations"},
         {&b->k, m->dtype, c->num_key_value_heads * hd, "activations"},
@@ -1060,6 +1064,8 @@ typedef struct graph_builder {
     orin_graph *g;
     int32_t layer;
     int rc;
+    bool fold_norms; /* decode: the norms go into the products after them (norm_into) */
+    orin_tensor x;   /* the residual stream: buf.x, or buf.x_alt after a folded norm */
 } graph_builder;
 
 /* Bytes of the tensors a node reads and writes (NULL-data ones count 0), for
@@ -1136,8 +1142,40 @@ static void add_residual_norm(orin_model *m, graph_builder *b, orin_tensor x,
     add_rmsnorm(m, b, x, w, h, what);
 }
 
+/* Whether layer L's q/k/v and gate/up products run as fused ops (matmul.qkv,
+ * matmul.swiglu, or their quantized forms), which can take the norm before
+ * them (orin_norm_in). */
+static bool layer_products_fused(const orin_model *m, const qwen_layer *L)
+{
+    const orin_weight_format f = L->q.fmt, g = L->gate.fmt;
+    const bool qkv = L->k.fmt == f && L->v.fmt == f &&
+                     (f == ORIN_WEIGHT_FLOAT ? m->op.matmul_qkv != NULL
+                                             : m->op.matmul_qkv_quant[f] != NULL);
+    const bool mlp = L->up.fmt == g && (g == ORIN_WEIGHT_FLOAT ? m->op.matmul_swiglu != NULL
+                                                               : m->op.matmul_swiglu_quant[g] != NULL);
+    return qkv && mlp;
+}
+
+/* The residual add + norm before a product, folded into it (b->fold_norms):
+ * the product reads the stream x (+ residual) and normalises it itself, the
+ * sum going to the other stream buffer, which becomes the stream. Returns the
+ * norm for the product's call; the input it reads is b->x as it was. */
+static orin_norm_in norm_into(orin_model *m, graph_builder *b, const orin_tensor *residual,
+                              const orin_tensor *w, int64_t n)
+{
+    qwen_buffers *bf = &m->buf;
+    const bool on_x = b->x.data == bf->x.data;
+    orin_norm_in norm = {.weight = *w, .eps = (float)m->cfg.rms_norm_eps,
+                         .x_out = rows2(on_x ? &bf->x_alt : &bf->x, 0, n)};
+    if (residual)
+        norm.residual = *residual;
+    b->x = norm.x_out;
+    return norm;
+}
+
+/* q, k and v of h, or with norm (weight data set) of b->x normalised. */
 static void add_qkv(orin_model *m, graph_builder *b, const qwen_layer *L, orin_tensor h,
-                    int64_t n)
+                    int64_t n, orin_norm_in norm)
 {
     qwen_buffers *bf = &m->buf;
     const bool all_float = L->q.fmt == ORIN_WEIGHT_FLOAT && L->k.fmt == ORIN_WEIGHT_FLOAT &&
@@ -1145,26 +1183,30 @@ static void add_qkv(orin_model *m, graph_builder *b, const qwen_layer *L, orin_t
     if (m->op.matmul_qkv && all_float) {
         orin_matmul_qkv_args a = {
             .x = h,
+            .norm = norm,
             .w = {L->q.w, L->k.w, L->v.w},
             .bias = {L->q.bias, L->k.bias, L->v.bias},
             .y = {rows2(&bf->q, 0, n), rows2(&bf->k, 0, n), rows2(&bf->v, 0, n)},
         };
-        ADD_NODE(b, m->op.matmul_qkv, a, "qkv_proj", 10, &a.x, &a.w[0], &a.w[1], &a.w[2],
-                 &a.bias[0], &a.bias[1], &a.bias[2], &a.y[0], &a.y[1], &a.y[2]);
+        ADD_NODE(b, m->op.matmul_qkv, a, "qkv_proj", 13, &a.x, &a.w[0], &a.w[1], &a.w[2],
+                 &a.bias[0], &a.bias[1], &a.bias[2], &a.y[0], &a.y[1], &a.y[2],
+                 &a.norm.residual, &a.norm.weight, &a.norm.x_out);
         return;
     }
     const orin_weight_format f = L->q.fmt;
     if (f != ORIN_WEIGHT_FLOAT && L->k.fmt == f && L->v.fmt == f && m->op.matmul_qkv_quant[f]) {
         orin_matmul_qkv_quant_args a = {
             .x = h,
+            .norm = norm,
             .w = {L->q.q, L->k.q, L->v.q},
             .bias = {L->q.bias, L->k.bias, L->v.bias},
             .y = {rows2(&bf->q, 0, n), rows2(&bf->k, 0, n), rows2(&bf->v, 0, n)},
         };
-        ADD_NODE(b, m->op.matmul_qkv_quant[f], a, "qkv_proj", 16, &a.x, &a.w[0].qweight,
+        ADD_NODE(b, m->op.matmul_qkv_quant[f], a, "qkv_proj", 19, &a.x, &a.w[0].qweight,
                  &a.w[0].zeros, &a.w[0].scales, &a.w[1].qweight, &a.w[1].zeros,
                  &a.w[1].scales, &a.w[2].qweight, &a.w[2].zeros, &a.w[2].scales, &a.bias[0],
-                 &a.bias[1], &a.bias[2], &a.y[0], &a.y[1], &a.y[2]);
+                 &a.bias[1], &a.bias[2], &a.y[0], &a.y[1], &a.y[2], &a.norm.residual,
+                 &a.norm.weight, &a.norm.x_out);
         return;
     }
     add_matmul(m, b, h, &L->q, rows2(&bf->q, 0, n), "q_proj");
@@ -1236,11 +1278,16 @@ static void add_attention_block(orin_model *m, graph_builder *b, int32_t l, int6
     const qwen_layer *L = &m->layers[l];
     qwen_buffers *bf = &m->buf;
     const int64_t H = c->num_attention_heads, Hkv = c->num_key_value_heads, hd = c->head_dim;
-    orin_tensor x = rows2(&bf->x, 0, n), h = rows2(&bf->h, 0, n), o = rows2(&bf->o, 0, n);
+    orin_tensor h = rows2(&bf->h, 0, n), o = rows2(&bf->o, 0, n);
     orin_tensor pos = rows1(&bf->pos, n);
 
-    add_residual_norm(m, b, x, pending, &L->attn_norm, h, "input_layernorm");
-    add_qkv(m, b, L, h, n);
+    if (b->fold_norms) {
+        const orin_tensor x = b->x;
+        add_qkv(m, b, L, x, n, norm_into(m, b, pending, &L->attn_norm, n));
+    } else {
+        add_residual_norm(m, b, b->x, pending, &L->attn_norm, h, "input_layernorm");
+        add_qkv(m, b, L, h, n, (orin_norm_in){0});
+    }
 
     const int64_t qh[3] = {n, H, hd}, kh[3] = {n, Hkv, hd};
     orin_tensor q = rows_view(&bf->q, 0, 3, qh), k = rows_view(&bf->k, 0, 3, kh);
@@ -1274,22 +1321,30 @@ static bool add_mlp_block(orin_model *m, graph_builder *b, int32_t l, int64_t n)
 {
     const qwen_layer *L = &m->layers[l];
     qwen_buffers *bf = &m->buf;
-    orin_tensor x = rows2(&bf->x, 0, n), h = rows2(&bf->h, 0, n), o = rows2(&bf->o, 0, n);
+    orin_tensor h = rows2(&bf->h, 0, n), o = rows2(&bf->o, 0, n);
     orin_tensor gate = rows2(&bf->gate, 0, n), up = rows2(&bf->up, 0, n);
 
-    add_residual_norm(m, b, x, &o, &L->mlp_norm, h, "post_attention_layernorm");
+    orin_norm_in norm = {0}; /* folded: the product reads the stream, normalises it */
+    if (b->fold_norms) {
+        h = b->x;
+        norm = norm_into(m, b, &o, &L->mlp_norm, n);
+    } else {
+        add_residual_norm(m, b, b->x, &o, &L->mlp_norm, h, "post_attention_layernorm");
+    }
     if (m->op.matmul_swiglu && L->gate.fmt == ORIN_WEIGHT_FLOAT &&
         L->up.fmt == ORIN_WEIGHT_FLOAT) {
-        orin_matmul_swiglu_args a = {.x = h, .w_gate = L->gate.w, .w_up = L->up.w, .out = gate};
-        ADD_NODE(b, m->op.matmul_swiglu, a, "gate_up_swiglu", 4, &a.x, &a.w_gate, &a.w_up,
-                 &a.out);
+        orin_matmul_swiglu_args a = {.x = h, .norm = norm, .w_gate = L->gate.w,
+                                     .w_up = L->up.w, .out = gate};
+        ADD_NODE(b, m->op.matmul_swiglu, a, "gate_up_swiglu", 7, &a.x, &a.w_gate, &a.w_up,
+                 &a.out, &a.norm.residual, &a.norm.weight, &a.norm.x_out);
     } else if (L->gate.fmt != ORIN_WEIGHT_FLOAT && L->up.fmt == L->gate.fmt &&
                m->op.matmul_swiglu_quant[L->gate.fmt]) {
-        orin_matmul_swiglu_quant_args a = {.x = h, .w_gate = L->gate.q, .w_up = L->up.q,
-                                           .out = gate};
-        ADD_NODE(b, m->op.matmul_swiglu_quant[L->gate.fmt], a, "gate_up_swiglu", 8, &a.x,
+        orin_matmul_swiglu_quant_args a = {.x = h, .norm = norm, .w_gate = L->gate.q,
+                                           .w_up = L->up.q, .out = gate};
+        ADD_NODE(b, m->op.matmul_swiglu_quant[L->gate.fmt], a, "gate_up_swiglu", 11, &a.x,
                  &a.w_gate.qweight, &a.w_gate.zeros, &a.w_gate.scales, &a.w_up.qweight,
-                 &a.w_up.zeros, &a.w_up.scales, &a.out);
+                 &a.w_up.zeros, &a.w_up.scales, &a.out, &a.norm.residual, &a.norm.weight,
+                 &a.norm.x_out);
     } else {
         add_matmul(m, b, h, &L->gate, gate, "gate_proj");
         add_matmul(m, b, h, &L->up, up, "up_proj");
@@ -1299,7 +1354,7 @@ static bool add_mlp_block(orin_model *m, graph_builder *b, int32_t l, int64_t n)
     add_matmul(m, b, gate, &L->down, o, "down_proj");
     if (m->op.add_rmsnorm)
         return true;
-    orin_add_args res = {.a = x, .b = o, .out = x};
+    orin_add_args res = {.a = b->x, .b = o, .out = b->x};
     ADD_NODE(b, m->op.add, res, "residual", 3, &res.a, &res.b, &res.out);
     return false;
 }
@@ -1341,7 +1396,7 @@ static int build_graph(orin_model *m, orin_graph *g, int64_t n, bool decode, int
                        int64_t logits_rows)
 {
     qwen_buffers *bf = &m->buf;
-    graph_builder b = {.g = g, .layer = -1};
+    graph_builder b = {.g = g, .layer = -1, .x = rows2(&bf->x, 0, n)};
     orin_graph_reset(g);
 
     orin_embedding_args emb = {.table = m->embed, .ids = rows1(&bf->ids, n),
@@ -1356,6 +1411,11 @@ static int build_graph(orin_model *m, orin_graph *g, int64_t n, bool decode, int
     bool pending = false; /* the last MLP output is not yet added to x */
     for (int32_t l = 0; l < m->cfg.num_hidden_layers; l++) {
         b.layer = l;
+        /* a decode step's norms go into the products after them where both
+         * products of the layer are fused ops: the stream then moves to x_alt
+         * and back within the layer, so it is in x at every layer's end */
+        b.fold_norms = decode && n == 1 && m->op.add_rmsnorm &&
+                       layer_products_fused(m, &m->layers[l]);
         add_attention_block(m, &b, l, n, decode, max_kv_len, pending ? &o : NULL);
         pending = add_mlp_block(m, &b, l, n);
         /* x + o + feature: the pending o joins x in the next norm */
@@ -1366,7 +1426,7 @@ static int build_graph(orin_model *m, orin_graph *g, int64_t n, bool decode, int
         int64_t first = n - logits_rows;
         orin_tensor h = rows2(&bf->h, first, logits_rows);
         orin_tensor o_rows = rows2(&bf->o, first, logits_rows);
-        add_residual_norm(m, &b, rows2(&bf->x, first, logits_rows), pending ? &o_rows : NULL,
+        add_residual_norm(m, &b, rows2(&b.x, first, logits_rows), pending ? &o_rows : NULL,
                           &m->final_norm, h, "norm");
         add_matmul(m, &b, h, &m->lm_head, rows2(&bf->logits, 0, logits_rows), "lm_head");
     }

@@ -98,11 +98,15 @@ __device__ __forceinline__ void gemv_load_batch(uint4 (&raw)[GEMV_UNROLL][ROWS],
 // batch of a thread's weight loads (for a 4096-wide row, all of them) goes out
 // before the wait, and streams while the kernels before finish. (Into
 // registers: prefetching them into L2 instead was measured slower,
-// bench/notes/decode.md.)
-template <typename T, int ROWS, bool VEC>
+// bench/notes/decode.md.) NORM: x is first added to the residual and
+// normalised into shared memory by gemv_norm_row (cuda_gemv.cuh), the product
+// reading that row (2 in values of T of dynamic shared memory; VEC only).
+template <typename T, int ROWS, bool VEC, bool NORM = false>
 __device__ __forceinline__ void gemv_rows(const T *const (&w)[ROWS], const T *__restrict__ x,
-                                          int in, float (&acc)[ROWS])
+                                          int in, float (&acc)[ROWS],
+                                          const gemv_norm<T> &norm = {})
 {
+    static_assert(VEC || !NORM, "the norm prologue works on 16-byte vectors");
     if (VEC) {
         constexpr int V = orin_cu_vec<T>::n;
         const int chunks = in / V;
@@ -112,6 +116,13 @@ __device__ __forceinline__ void gemv_rows(const T *const (&w)[ROWS], const T *__
         if (preloaded)
             gemv_load_batch<T, ROWS>(raw, w, c);
         gemv_prologue();
+        if (NORM) {
+            extern __shared__ uint4 gemv_norm_smem_[];
+            __shared__ float scratch[32];
+            T *hs = reinterpret_cast<T *>(gemv_norm_smem_);
+            gemv_norm_row<T>(norm, x, in, hs, hs + in, scratch);
+            x = hs;
+        }
         // GEMV_UNROLL chunks of every row in flight before the first FMA
         for (; c + (GEMV_UNROLL - 1) * GEMV_THREADS < chunks; c += GEMV_UNROLL * GEMV_THREADS) {
             float xv[GEMV_UNROLL][V];
@@ -152,9 +163,9 @@ __device__ __forceinline__ void gemv_rows(const T *const (&w)[ROWS], const T *__
 // in flight; bound by the weight bytes (R is chosen so that the grid holds >= 3
 // blocks per SM: 8 rows, 2 blocks an SM resident at 113 registers, else 4 rows,
 // enough loads in flight to cover the memory latency).
-template <typename T, int R, bool VEC>
+template <typename T, int R, bool VEC, bool NORM>
 __global__ void __launch_bounds__(GEMV_THREADS, R >= 8 ? 2 : 1)
-    gemv_kernel(gemv_segments seg, const T *__restrict__ x, int in)
+    gemv_kernel(gemv_segments seg, const T *__restrict__ x, int in, gemv_norm<T> norm)
 {
     const int total = total_rows(seg);
     const int row0 = blockIdx.x * R;
@@ -166,7 +177,7 @@ __global__ void __launch_bounds__(GEMV_THREADS, R >= 8 ? 2 : 1)
         w[r] = (const T *)SEG_PICK(seg, w, s) + (size_t)(g - begin_of(seg, s)) * in;
     }
     float acc[R] = {};
-    gemv_rows<T, R, VEC>(w, x, in, acc);
+    gemv_rows<T, R, VEC, NORM>(w, x, in, acc, norm);
     float sum = gemv_block_sum<R>(acc);
     const int g = row0 + (int)threadIdx.x;
     if ((int)threadIdx.x < R && g < total) {
@@ -180,11 +191,12 @@ __global__ void __launch_bounds__(GEMV_THREADS, R >= 8 ? 2 : 1)
 
 // out[j] = silu(gate_j . x) * (up_j . x), each product rounded to T first (as
 // the unfused matmuls store them). Launch: grid ceil(f / R), 256 threads; a
-// block reads R rows of each of the two matrices: 2R rows in flight.
-template <typename T, int R, bool VEC>
+// block reads R rows of each of the two matrices: 2R rows in flight. NORM: as
+// gemv_kernel's.
+template <typename T, int R, bool VEC, bool NORM>
 __global__ void __launch_bounds__(GEMV_THREADS)
     gemv_swiglu_kernel(const T *__restrict__ wg, const T *__restrict__ wu, const T *__restrict__ x,
-                       T *__restrict__ out, int in, int f)
+                       T *__restrict__ out, int in, int f, gemv_norm<T> norm)
 {
     const int row0 = blockIdx.x * R;
     const T *w[2 * R];
@@ -195,7 +207,7 @@ __global__ void __launch_bounds__(GEMV_THREADS)
         w[R + r] = wu + (size_t)j * in;
     }
     float acc[2 * R] = {};
-    gemv_rows<T, 2 * R, VEC>(w, x, in, acc);
+    gemv_rows<T, 2 * R, VEC, NORM>(w, x, in, acc, norm);
     __shared__ float both[2 * R];
     float sum = gemv_block_sum<2 * R>(acc);
     if (threadIdx.x < 2 * R)
@@ -221,33 +233,51 @@ static bool gemv_vectorizable(const void *const *w, int count, const void *x, in
     return true;
 }
 
+// The kernel's norm prologue from orin_norm_in (none: NULL).
+template <typename T> static gemv_norm<T> gemv_norm_of(const orin_norm_in *norm)
+{
+    if (!norm || !norm->weight.data)
+        return gemv_norm<T>{};
+    return gemv_norm<T>{(const T *)norm->residual.data, (const T *)norm->weight.data,
+                        (T *)norm->x_out.data, norm->eps};
+}
+
+// The GEMV kernel for R rows a block: vectorised or not, with the norm
+// prologue or not (norm NULL: none; else the caller found it folds in,
+// cuda_norm_in_folds, which implies vec).
 template <typename T, int R>
 static void launch_gemv(const orin_exec *ex, const gemv_segments &seg, const void *x, int in,
-                        bool vec)
+                        bool vec, const orin_norm_in *norm)
 {
-    int blocks = (seg.begin[seg.count] + R - 1) / R;
-    orin_cu_launch(ex, true, vec ? gemv_kernel<T, R, true> : gemv_kernel<T, R, false>,
-                   dim3(blocks), dim3(GEMV_THREADS), 0, seg, (const T *)x, in);
+    const int blocks = (seg.begin[seg.count] + R - 1) / R;
+    const gemv_norm<T> np = gemv_norm_of<T>(norm);
+    const size_t smem = np.weight ? gemv_norm_smem(in, sizeof(T)) : 0;
+    orin_cu_launch(ex, true,
+                   !vec        ? gemv_kernel<T, R, false, false>
+                   : np.weight ? gemv_kernel<T, R, true, true>
+                               : gemv_kernel<T, R, true, false>,
+                   dim3(blocks), dim3(GEMV_THREADS), smem, seg, (const T *)x, in, np);
 }
 
 template <typename T>
 static void gemv_dispatch(const orin_exec *ex, const gemv_segments &seg, const void *x, int in,
-                          orin_dtype dt)
+                          orin_dtype dt, const orin_norm_in *norm)
 {
     int rows = seg.begin[seg.count];
     bool vec = gemv_vectorizable(seg.w, seg.count, x, in, dt);
     switch (gemv_rows_per_block(ex, rows, GEMV_ROWS_MAX)) {
-    case 8: launch_gemv<T, 8>(ex, seg, x, in, vec); break;
-    case 4: launch_gemv<T, 4>(ex, seg, x, in, vec); break;
-    case 2: launch_gemv<T, 2>(ex, seg, x, in, vec); break;
-    default: launch_gemv<T, 1>(ex, seg, x, in, vec); break;
+    case 8: launch_gemv<T, 8>(ex, seg, x, in, vec, norm); break;
+    case 4: launch_gemv<T, 4>(ex, seg, x, in, vec, norm); break;
+    case 2: launch_gemv<T, 2>(ex, seg, x, in, vec, norm); break;
+    default: launch_gemv<T, 1>(ex, seg, x, in, vec, norm); break;
     }
 }
 
+// norm: a prologue that folds in (cuda_norm_in_folds), or NULL.
 static int run_gemv(const char *label, const orin_exec *ex, const gemv_segments &seg,
-                    const void *x, int in, orin_dtype dt)
+                    const void *x, int in, orin_dtype dt, const orin_norm_in *norm = NULL)
 {
-    ORIN_CU_DISPATCH(dt, label, T, gemv_dispatch<T>(ex, seg, x, in, dt));
+    ORIN_CU_DISPATCH(dt, label, T, gemv_dispatch<T>(ex, seg, x, in, dt, norm));
     return orin_cu_launched(label, dt, "gemv: x [1, %d], %d rows in %d matrices", in,
                             seg.begin[seg.count], seg.count);
 }
@@ -289,7 +319,9 @@ static int check_qkv(const char *label, const orin_exec *ex, const orin_matmul_q
             orin_check_tensor(label, y_names[i], y, CUDA, dt, 2, 2) ||
             orin_check_dim(label, y_names[i], y, 0, n) ||
             orin_check_dim(label, y_names[i], y, 1, w->shape[0]) ||
-            orin_check_alias(label, y_names[i], y, "x", &a->x, false))
+            orin_check_alias(label, y_names[i], y, "x", &a->x, false) ||
+            (a->norm.weight.data &&
+             orin_check_alias(label, y_names[i], y, "norm.x_out", &a->norm.x_out, false)))
             return -1;
         if (b->data && (orin_check_tensor(label, b_names[i], b, CUDA, dt, 1, 1) ||
                         orin_check_dim(label, b_names[i], b, 0, w->shape[0])))
@@ -297,7 +329,7 @@ static int check_qkv(const char *label, const orin_exec *ex, const orin_matmul_q
     }
     if (in > INT32_MAX || a->w[0].shape[0] + a->w[1].shape[0] + a->w[2].shape[0] > INT32_MAX)
         return orin_error_set("%s: dimensions beyond 2^31", label);
-    return 0;
+    return orin_check_norm_in(label, &a->norm, &a->x, CUDA, dt);
 }
 
 // Whether w[0..2] (and the biases, all or none) lie back to back in memory, as
@@ -399,6 +431,17 @@ extern "C" int cuda_matmul_qkv(const orin_exec *ex, const orin_matmul_qkv_args *
     const char *label = "matmul.qkv (common)";
     if (check_qkv(label, ex, a, dt))
         return -1;
+    // the norm in front: in the GEMV, or apart into the workspace first
+    const bool fold = cuda_norm_in_folds(&a->norm, &a->x);
+    orin_matmul_qkv_args normed;
+    orin_exec rest;
+    if (a->norm.weight.data && !fold) {
+        normed = *a;
+        if (cuda_norm_in_apart(ex, &a->norm, &normed.x, &rest, dt, label) != 0)
+            return -1;
+        a = &normed;
+        ex = &rest;
+    }
     if (a->x.shape[0] > 1 && qkv_stacked(a, orin_dtype_size(dt))) {
         int rc = -1;
         ORIN_CU_DISPATCH(dt, label, T, rc = qkv_prefill_stacked<T>(ex, a, dt, label));
@@ -420,17 +463,20 @@ extern "C" int cuda_matmul_qkv(const orin_exec *ex, const orin_matmul_qkv_args *
         seg.y[i] = a->y[i].data;
         seg.begin[i + 1] = seg.begin[i] + (int)a->w[i].shape[0];
     }
-    return run_gemv(label, ex, seg, a->x.data, (int)a->x.shape[1], dt);
+    return run_gemv(label, ex, seg, a->x.data, (int)a->x.shape[1], dt,
+                    fold ? &a->norm : NULL);
 }
 
-// The matmul's, plus room for a stacked prefill's wide result (any call may be one).
+// The matmul's, plus room for a stacked prefill's wide result (any call may be
+// one), plus the normalised x where a norm in front is asked for.
 extern "C" size_t cuda_matmul_qkv_workspace_size(const void *args)
 {
     const orin_matmul_qkv_args *a = (const orin_matmul_qkv_args *)args;
     size_t wide = 0;
     if (a && a->x.ndim == 2 && a->x.shape[0] > 1)
         wide = qkv_stacked_bytes(a, orin_dtype_size(a->x.dtype));
-    return wide + cuda_matmul_workspace_size(args);
+    return (a ? cuda_norm_in_bytes(&a->norm, &a->x) : 0) + wide +
+           cuda_matmul_workspace_size(args);
 }
 
 // ---- matmul.swiglu ------------------------------------------------------------------
@@ -447,7 +493,10 @@ static int check_swiglu(const char *label, const orin_exec *ex, const orin_matmu
         orin_check_tensor(label, "out", &a->out, CUDA, dt, 2, 2) ||
         orin_check_dim(label, "out", &a->out, 0, a->x.shape[0]) ||
         orin_check_dim(label, "out", &a->out, 1, a->w_gate.shape[0]) ||
-        orin_check_alias(label, "out", &a->out, "x", &a->x, false))
+        orin_check_alias(label, "out", &a->out, "x", &a->x, false) ||
+        orin_check_norm_in(label, &a->norm, &a->x, CUDA, dt) ||
+        (a->norm.weight.data &&
+         orin_check_alias(label, "out", &a->out, "norm.x_out", &a->norm.x_out, false)))
         return -1;
     if (a->x.shape[1] > INT32_MAX || a->w_gate.shape[0] > INT32_MAX)
         return orin_error_set("%s: dimensions beyond 2^31", label);
@@ -477,11 +526,14 @@ static size_t swiglu_up_bytes(const orin_matmul_swiglu_args *a)
 extern "C" size_t cuda_matmul_swiglu_workspace_size(const void *args)
 {
     const orin_matmul_swiglu_args *a = (const orin_matmul_swiglu_args *)args;
-    return swiglu_up_bytes(a) + cuda_matmul_workspace_size(args);
+    return cuda_norm_in_bytes(&a->norm, &a->x) + swiglu_up_bytes(a) +
+           cuda_matmul_workspace_size(args);
 }
 
+// norm: a prologue that folds in (cuda_norm_in_folds), or NULL.
 template <typename T>
-static void swiglu_dispatch(const orin_exec *ex, const orin_matmul_swiglu_args *a, int in, int f)
+static void swiglu_dispatch(const orin_exec *ex, const orin_matmul_swiglu_args *a, int in, int f,
+                            const orin_norm_in *norm)
 {
     int R = gemv_rows_per_block(ex, f, 4); // 2R rows a block
     const void *w[2] = {a->w_gate.data, a->w_up.data};
@@ -489,10 +541,14 @@ static void swiglu_dispatch(const orin_exec *ex, const orin_matmul_swiglu_args *
     const T *wg = (const T *)a->w_gate.data, *wu = (const T *)a->w_up.data;
     const T *x = (const T *)a->x.data;
     T *out = (T *)a->out.data;
+    const gemv_norm<T> np = gemv_norm_of<T>(norm);
+    const size_t smem = np.weight ? gemv_norm_smem(in, sizeof(T)) : 0;
 #define SWIGLU_LAUNCH(RR)                                                                   \
     orin_cu_launch(ex, true,                                                                \
-                   vec ? gemv_swiglu_kernel<T, RR, true> : gemv_swiglu_kernel<T, RR, false>, \
-                   dim3((f + RR - 1) / RR), dim3(GEMV_THREADS), 0, wg, wu, x, out, in, f)
+                   !vec        ? gemv_swiglu_kernel<T, RR, false, false>                    \
+                   : np.weight ? gemv_swiglu_kernel<T, RR, true, true>                      \
+                               : gemv_swiglu_kernel<T, RR, true, false>,                    \
+                   dim3((f + RR - 1) / RR), dim3(GEMV_THREADS), smem, wg, wu, x, out, in, f, np)
     if (R == 4)
         SWIGLU_LAUNCH(4);
     else if (R == 2)
@@ -508,6 +564,17 @@ extern "C" int cuda_matmul_swiglu(const orin_exec *ex, const orin_matmul_swiglu_
     const char *label = "matmul.swiglu (common)";
     if (check_swiglu(label, ex, a, dt))
         return -1;
+    // the norm in front: in the GEMV, or apart into the workspace first
+    const bool fold = cuda_norm_in_folds(&a->norm, &a->x);
+    orin_matmul_swiglu_args normed;
+    orin_exec rest;
+    if (a->norm.weight.data && !fold) {
+        normed = *a;
+        if (cuda_norm_in_apart(ex, &a->norm, &normed.x, &rest, dt, label) != 0)
+            return -1;
+        a = &normed;
+        ex = &rest;
+    }
     const int64_t n = a->x.shape[0], in = a->x.shape[1], f = a->w_gate.shape[0];
     if (n > 1) { // prefill: one GEMM over stacked weights, or gate into out and up
                  // into the workspace; then the SwiGLU
@@ -542,42 +609,48 @@ extern "C" int cuda_matmul_swiglu(const orin_exec *ex, const orin_matmul_swiglu_
             return -1;
         return 0;
     }
-    ORIN_CU_DISPATCH(dt, label, T, swiglu_dispatch<T>(ex, a, (int)in, (int)f));
+    ORIN_CU_DISPATCH(dt, label, T,
+                     swiglu_dispatch<T>(ex, a, (int)in, (int)f, fold ? &a->norm : NULL));
     return orin_cu_launched(label, dt, "x [1, %lld], w_gate/w_up [%lld, %lld]", (long long)in,
                             (long long)f, (long long)in);
 }
 
 // ---- add_rmsnorm --------------------------------------------------------------------
 
-// x[row] = round(x + residual); out[row] = w * (x * 1/sqrt(mean(x^2) + eps)), the
-// sum of squares over the rounded x in f32, as add then rmsnorm compute it.
-// Launch: one block of 256 threads per row; the row is read twice (the second
-// time from L1/L2); bound by launch latency at decode sizes (d = 4096: 8 KB).
+// xout[row] = round(xin + residual); out[row] = w * (xout * 1/sqrt(mean(xout^2)
+// + eps)), the sum of squares over the rounded sum in f32, as add then rmsnorm
+// compute it. xout is xin (the op: in place; nothing written without a
+// residual) or apart from it (a fused product's norm run apart: the sum, or
+// the copy, written there). Launch: one block of 256 threads per row; the row
+// is read twice (the second time from L1/L2); bound by launch latency at
+// decode sizes (d = 4096: 8 KB).
 template <typename T>
 __global__ void __launch_bounds__(256)
-    add_rmsnorm_kernel(T *__restrict__ x, const T *__restrict__ residual,
+    add_rmsnorm_kernel(const T *xin, T *xout, const T *__restrict__ residual,
                        const T *__restrict__ weight, T *__restrict__ out, int d, float eps)
 {
     __shared__ float scratch[32];
     orin_cu_allow_next();
     orin_cu_wait_prior();
-    T *xr = x + (size_t)blockIdx.x * d;
+    const T *xr = xin + (size_t)blockIdx.x * d;
+    T *xw = xout + (size_t)blockIdx.x * d;
     const T *rr = residual ? residual + (size_t)blockIdx.x * d : nullptr;
+    const bool write = rr || xout != xin;
     float ss = 0.0f;
     for (int j = threadIdx.x; j < d; j += blockDim.x) {
         float v = orin_cu_f32(xr[j]);
-        if (rr) {
-            T sum = orin_cu_from_f32<T>(v + orin_cu_f32(rr[j]));
-            xr[j] = sum;
-            v = orin_cu_f32(sum);
-        }
+        if (rr)
+            v = orin_cu_f32(orin_cu_from_f32<T>(v + orin_cu_f32(rr[j])));
+        if (write)
+            xw[j] = orin_cu_from_f32<T>(v);
         ss = fmaf(v, v, ss);
     }
     ss = orin_cu_block_sum(ss, scratch);
     const float inv = 1.0f / sqrtf(ss / (float)d + eps);
     T *orow = out + (size_t)blockIdx.x * d;
+    const T *sum = write ? xw : xr; // this thread's own elements, written above
     for (int j = threadIdx.x; j < d; j += blockDim.x)
-        orow[j] = orin_cu_from_f32<T>(orin_cu_f32(weight[j]) * (orin_cu_f32(xr[j]) * inv));
+        orow[j] = orin_cu_from_f32<T>(orin_cu_f32(weight[j]) * (orin_cu_f32(sum[j]) * inv));
 }
 
 // The same with 16-byte vectors, the row kept in registers between the sum and
@@ -587,9 +660,11 @@ __global__ void __launch_bounds__(256)
 // second read of the row, took 18-27 us a call over a 782-row prefill chunk of
 // Qwen3-8B (6.4 MB a tensor) on an H200. Same launch, same roundings; the sum of
 // squares adds in another order (f32, within its rounding).
+// (gemv_norm_row, cuda_gemv.cuh, adds in this order too: a fused product's
+// norm is this kernel's bit for bit.)
 template <typename T, int V>
 __global__ void __launch_bounds__(256)
-    add_rmsnorm_vec_kernel(T *__restrict__ x, const T *__restrict__ residual,
+    add_rmsnorm_vec_kernel(const T *xin, T *xout, const T *__restrict__ residual,
                            const T *__restrict__ weight, T *__restrict__ out, int d, float eps)
 {
     constexpr int N = orin_cu_vec<T>::n;
@@ -597,8 +672,10 @@ __global__ void __launch_bounds__(256)
     orin_cu_allow_next();
     orin_cu_wait_prior();
     const int units = d / N;
-    T *xr = x + (size_t)blockIdx.x * d;
+    const T *xr = xin + (size_t)blockIdx.x * d;
+    T *xw = xout + (size_t)blockIdx.x * d;
     const T *rr = residual ? residual + (size_t)blockIdx.x * d : nullptr;
+    const bool write = rr || xout != xin;
     float v[V][N];
     float ss = 0.0f;
 #pragma unroll
@@ -613,8 +690,9 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
             for (int e = 0; e < N; e++) /* the sum as add stores it */
                 v[i][e] = orin_cu_f32(orin_cu_from_f32<T>(v[i][e] + r[e]));
-            orin_cu_store16(xr + u * N, v[i]);
         }
+        if (write)
+            orin_cu_store16(xw + u * N, v[i]);
 #pragma unroll
         for (int e = 0; e < N; e++)
             ss = fmaf(v[i][e], v[i][e], ss);
@@ -636,25 +714,26 @@ __global__ void __launch_bounds__(256)
     }
 }
 
+// rows of xin (+ r) into xout (xin itself: in place) and out (rmsnorm * w).
 template <typename T>
-static void launch_add_rmsnorm(const orin_exec *ex, const orin_add_rmsnorm_args *a, int64_t rows,
-                               int d)
+static void launch_add_rmsnorm(const orin_exec *ex, const void *xin, void *xout, const void *r,
+                               const void *w, void *out, float eps, int64_t rows, int d)
 {
     constexpr int N = orin_cu_vec<T>::n;
-    const bool vec = d % N == 0 && orin_cu_aligned16(a->x.data) && orin_cu_aligned16(a->out.data) &&
-                     orin_cu_aligned16(a->weight.data) &&
-                     (!a->residual.data || orin_cu_aligned16(a->residual.data));
-    T *x = (T *)a->x.data, *out = (T *)a->out.data;
-    const T *r = (const T *)a->residual.data, *w = (const T *)a->weight.data;
+    const bool vec = d % N == 0 && orin_cu_aligned16(xin) && orin_cu_aligned16(xout) &&
+                     orin_cu_aligned16(out) && orin_cu_aligned16(w) &&
+                     (!r || orin_cu_aligned16(r));
     const dim3 grid((unsigned)rows), block(256);
+    const T *xi = (const T *)xin, *rr = (const T *)r, *ww = (const T *)w;
+    T *xo = (T *)xout, *o = (T *)out;
     if (vec && d <= 256 * N * 2)
-        orin_cu_launch(ex, true, add_rmsnorm_vec_kernel<T, 2>, grid, block, 0, x, r, w, out, d,
-                       a->eps);
+        orin_cu_launch(ex, true, add_rmsnorm_vec_kernel<T, 2>, grid, block, 0, xi, xo, rr, ww, o,
+                       d, eps);
     else if (vec && d <= 256 * N * 8)
-        orin_cu_launch(ex, true, add_rmsnorm_vec_kernel<T, 8>, grid, block, 0, x, r, w, out, d,
-                       a->eps);
+        orin_cu_launch(ex, true, add_rmsnorm_vec_kernel<T, 8>, grid, block, 0, xi, xo, rr, ww, o,
+                       d, eps);
     else
-        orin_cu_launch(ex, true, add_rmsnorm_kernel<T>, grid, block, 0, x, r, w, out, d, a->eps);
+        orin_cu_launch(ex, true, add_rmsnorm_kernel<T>, grid, block, 0, xi, xo, rr, ww, o, d, eps);
 }
 
 extern "C" int cuda_add_rmsnorm(const orin_exec *ex, const orin_add_rmsnorm_args *a, orin_dtype dt)
@@ -675,9 +754,54 @@ extern "C" int cuda_add_rmsnorm(const orin_exec *ex, const orin_add_rmsnorm_args
     const int64_t d = a->x.shape[a->x.ndim - 1], rows = orin_tensor_rows(&a->x);
     if (d > INT32_MAX || rows > INT32_MAX)
         return orin_error_set("%s: dimensions beyond 2^31", label);
-    ORIN_CU_DISPATCH(dt, label, T, launch_add_rmsnorm<T>(ex, a, rows, (int)d));
+    ORIN_CU_DISPATCH(dt, label, T,
+                     launch_add_rmsnorm<T>(ex, a->x.data, a->x.data, a->residual.data,
+                                           a->weight.data, a->out.data, a->eps, rows, (int)d));
     return orin_cu_launched(label, dt, "x [%lld, %lld]%s", (long long)rows, (long long)d,
                             a->residual.data ? " + residual" : "");
+}
+
+// ---- a fused product's add + rmsnorm (orin_norm_in) -----------------------------------
+
+extern "C" bool cuda_norm_in_folds(const orin_norm_in *norm, const orin_tensor *x)
+{
+    const size_t elem = orin_dtype_size(x->dtype);
+    const int64_t d = x->shape[x->ndim - 1];
+    return norm->weight.data && orin_tensor_rows(x) == 1 && (d * (int64_t)elem) % 16 == 0 &&
+           gemv_norm_smem(d, elem) <= GEMV_NORM_SMEM_MAX && orin_cu_aligned16(x->data) &&
+           orin_cu_aligned16(norm->weight.data) && orin_cu_aligned16(norm->x_out.data) &&
+           (!norm->residual.data || orin_cu_aligned16(norm->residual.data));
+}
+
+extern "C" size_t cuda_norm_in_bytes(const orin_norm_in *norm, const orin_tensor *x)
+{
+    if (!norm->weight.data)
+        return 0;
+    return ((size_t)orin_tensor_numel(x) * orin_dtype_size(x->dtype) + 255) & ~(size_t)255;
+}
+
+extern "C" int cuda_norm_in_apart(const orin_exec *ex, const orin_norm_in *norm, orin_tensor *x,
+                                  orin_exec *rest, orin_dtype dt, const char *label)
+{
+    const size_t bytes = cuda_norm_in_bytes(norm, x);
+    if (!ex->workspace || ex->workspace_size < bytes)
+        return orin_error_set("%s: workspace of %zu bytes, the norm in front needs %zu", label,
+                              ex->workspace_size, bytes);
+    const int64_t d = x->shape[x->ndim - 1], rows = orin_tensor_rows(x);
+    if (d > INT32_MAX || rows > INT32_MAX)
+        return orin_error_set("%s: dimensions beyond 2^31", label);
+    ORIN_CU_DISPATCH(dt, label, T,
+                     launch_add_rmsnorm<T>(ex, x->data, norm->x_out.data, norm->residual.data,
+                                           norm->weight.data, ex->workspace, norm->eps, rows,
+                                           (int)d));
+    if (orin_cu_launched(label, dt, "norm in front, x [%lld, %lld]", (long long)rows,
+                         (long long)d) != 0)
+        return -1;
+    x->data = ex->workspace;
+    *rest = *ex;
+    rest->workspace = (char *)ex->workspace + bytes;
+    rest->workspace_size = ex->workspace_size - bytes;
+    return 0;
 }
 
 // ---- rope_kv_write ------------------------------------------------------------------

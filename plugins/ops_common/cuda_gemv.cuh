@@ -55,4 +55,96 @@ static inline int gemv_rows_per_block(const orin_exec *ex, int64_t rows, int max
     return rows >= 16 * sms ? 4 : rows >= 8 * sms ? 2 : 1;
 }
 
+// ---- the add + rmsnorm prologue of a fused product (orin_norm_in) ----------------
+
+// orin_norm_in's pointers for a kernel; weight NULL: no prologue.
+template <typename T> struct gemv_norm {
+    const T *residual; // NULL: x_out = x
+    const T *weight;
+    T *x_out;
+    float eps;
+};
+
+// Shared memory gemv_norm_row takes for a row of d: the normalised row and the
+// norm's weight, d values of T each. A row wider than GEMV_NORM_SMEM_MAX allows,
+// not whole 16-byte vectors, or unaligned, runs the add_rmsnorm kernel into the
+// workspace before the product instead.
+#define GEMV_NORM_SMEM_MAX ((size_t)48 << 10)
+static inline size_t gemv_norm_smem(int64_t d, size_t elem)
+{
+    return 2 * (size_t)d * elem;
+}
+
+// x_out = x + residual (rounded to T); hs = weight * (x_out * 1/sqrt(mean(x_out^2)
+// + eps)): the row the product reads, into shared memory hs [d] (ws [d]:
+// scratch for the weight). A block's threads below 256 take the 16-byte vectors
+// t, t + 256, ... and sum their squares in that order, then orin_cu_block_sum
+// (threads past 256 add zeros, which leave the sum's tree as it is): the order
+// of add_rmsnorm_vec_kernel (cuda_fused.cu), so hs is that op's output bit for
+// bit and a fused product gives the unfused sequence's result. Block 0 writes
+// x_out (every block computes the same sum; x_out overlaps neither input, so
+// no block reads what it writes). Runs after the PDL wait: x and the residual
+// are the kernels' before. Loads of 4 vectors (x, residual and weight) go out
+// together: one L2 round trip for rows up to BATCH x 256 vectors (BATCH 4: d =
+// 8,192 in f16).
+// Ends with the block synchronised, hs readable by every thread. BATCH: the
+// vectors a thread loads at once (registers: 3 x 16 bytes each).
+template <typename T, int BATCH = 4>
+__device__ __forceinline__ void gemv_norm_row(const gemv_norm<T> &p, const T *__restrict__ x,
+                                              int d, T *hs, T *ws, float *scratch)
+{
+    constexpr int N = orin_cu_vec<T>::n;
+    const int units = d / N, t = (int)threadIdx.x;
+    T *x_out = blockIdx.x == 0 ? p.x_out : nullptr;
+    float ss = 0.0f;
+    for (int u0 = t; u0 < units && t < 256; u0 += BATCH * 256) {
+        uint4 xv[BATCH], rv[BATCH], wv[BATCH];
+#pragma unroll
+        for (int b = 0; b < BATCH; b++) {
+            const int u = u0 + b * 256;
+            if (u < units) {
+                xv[b] = *reinterpret_cast<const uint4 *>(x + (size_t)u * N);
+                if (p.residual)
+                    rv[b] = *reinterpret_cast<const uint4 *>(p.residual + (size_t)u * N);
+                wv[b] = *reinterpret_cast<const uint4 *>(p.weight + (size_t)u * N);
+            }
+        }
+#pragma unroll
+        for (int b = 0; b < BATCH; b++) {
+            const int u = u0 + b * 256;
+            if (u >= units)
+                break;
+            uint4 sum = xv[b];
+            if (p.residual) { // the sum as add stores it
+                const T *xe = reinterpret_cast<const T *>(&xv[b]);
+                const T *re = reinterpret_cast<const T *>(&rv[b]);
+                T *se = reinterpret_cast<T *>(&sum);
+#pragma unroll
+                for (int e = 0; e < N; e++)
+                    se[e] = orin_cu_from_f32<T>(orin_cu_f32(xe[e]) + orin_cu_f32(re[e]));
+            }
+            const T *se = reinterpret_cast<const T *>(&sum);
+#pragma unroll
+            for (int e = 0; e < N; e++)
+                ss = fmaf(orin_cu_f32(se[e]), orin_cu_f32(se[e]), ss);
+            *reinterpret_cast<uint4 *>(hs + (size_t)u * N) = sum;
+            *reinterpret_cast<uint4 *>(ws + (size_t)u * N) = wv[b];
+            if (x_out)
+                *reinterpret_cast<uint4 *>(x_out + (size_t)u * N) = sum;
+        }
+    }
+    ss = orin_cu_block_sum(ss, scratch); // (its barriers publish hs and ws)
+    const float inv = 1.0f / sqrtf(ss / (float)d + p.eps);
+    for (int u = t; u < units && t < 256; u += 256) {
+        float v[N], w[N];
+        orin_cu_load16(hs + (size_t)u * N, v);
+        orin_cu_load16(ws + (size_t)u * N, w);
+#pragma unroll
+        for (int e = 0; e < N; e++)
+            v[e] = w[e] * (v[e] * inv);
+        orin_cu_store16(hs + (size_t)u * N, v);
+    }
+    __syncthreads();
+}
+
 #endif

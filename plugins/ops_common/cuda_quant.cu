@@ -28,6 +28,7 @@
 // The sums are f32 of exact products (an integer below 2^8 times an f16 or
 // bf16 x); the scale multiplies each group's sum once.
 #include "cuda.h"
+#include "cuda_fused.h"
 #include "cuda_gemv.cuh"
 
 #include "orin/cuda_util.cuh"
@@ -269,6 +270,11 @@ struct qmma_matrix {
 
 struct qmma_params {
     qmma_matrix m[3];
+    // the add + rmsnorm in front (orin_norm_in; weight NULL: none), as
+    // gemv_norm<T>'s fields
+    const void *norm_residual, *norm_weight;
+    void *norm_x_out;
+    float norm_eps;
     int begin[4]; // SEGMENTS: matrix i's n-tiles are blocks [begin[i], begin[i + 1]); SWIGLU: begin[1]
     int count;    // matrices (SWIGLU: 2, m[0] the gate)
     const void *x;
@@ -516,9 +522,11 @@ __global__ void __launch_bounds__(32 * WARPS, WARPS == QMMA_WARPS_WIDE ? QMMA_WI
     constexpr int B = (FMT == FMT_AWQ4 ? QMMA_BATCH_TILES_AWQ : QMMA_BATCH_TILES_INT8) / UT;
     constexpr int MATS = MODE == QMMA_SWIGLU ? 2 : 1; // matrices a block reads
     constexpr int TEAM = WARPS / MATS;                 // warps on one matrix
-    // x [k], then the group data [MATS][groups][8] (qmma_smem_bytes)
+    // x [k], then the group data [MATS][groups][8], then with a norm in front
+    // the normalised row and its weight [2][k] (qmma_smem_bytes)
     extern __shared__ uint4 smem[];
     __shared__ float red[WARPS][16];
+    __shared__ float scratch[32];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int g = lane >> 2, t = lane & 3;
     // the block's matrix (SEGMENTS) or the warp's (SWIGLU), and the n-tile
@@ -564,7 +572,15 @@ __global__ void __launch_bounds__(32 * WARPS, WARPS == QMMA_WARPS_WIDE ? QMMA_WI
     // PDL prologue (orin/cuda_util.cuh): the previous kernel wrote x.
     orin_cu_allow_next();
     orin_cu_wait_prior();
-    qmma_stage_x<T, FMT>((uint2 *)xs, (const uint4 *)p.x, k, THREADS);
+    const T *x = (const T *)p.x;
+    if (p.norm_weight) { // x + residual, normalised, into shared memory first
+        T *hs = (T *)(groups + MATS * ng);
+        const gemv_norm<T> np = {(const T *)p.norm_residual, (const T *)p.norm_weight,
+                                 (T *)p.norm_x_out, p.norm_eps};
+        gemv_norm_row<T, 1>(np, x, k, hs, hs + k, scratch);
+        x = hs;
+    }
+    qmma_stage_x<T, FMT>((uint2 *)xs, (const uint4 *)x, k, THREADS);
 #pragma unroll
     for (int r = 0; r < PRELOAD; r++) {
         const int i = threadIdx.x + r * THREADS;
@@ -773,10 +789,12 @@ struct quant_call {
 };
 
 // Bytes of shared memory a GEMV block takes: x (f16/bf16) and the group data
-// of its 16 outputs in each of the `mats` matrices it reads.
-static size_t qmma_smem_bytes(int64_t in, int64_t groups, int mats)
+// of its 16 outputs in each of the `mats` matrices it reads, and with a norm
+// in front the row twice more (gemv_norm_smem).
+static size_t qmma_smem_bytes(int64_t in, int64_t groups, int mats, bool norm = false)
 {
-    return (size_t)in * 2 + (size_t)mats * (size_t)groups * 8 * sizeof(lane_group);
+    return (size_t)in * 2 + (size_t)mats * (size_t)groups * 8 * sizeof(lane_group) +
+           (norm ? gemv_norm_smem(in, 2) : 0);
 }
 
 template <typename T, int FMT, int MODE>
@@ -965,9 +983,10 @@ struct qmma_part {
 
 // Whether the parts can run as one GEMV on tiles: one row of x 16-byte
 // aligned, every weight in tiles with one group size, a block's shared memory
-// within QMMA_SMEM_MAX.
+// within QMMA_SMEM_MAX; norm (or NULL): a norm in front that folds in
+// (cuda_norm_in_folds), its rows counted.
 static bool tiles_gemv_fits(const quant_call *c, const qmma_part *parts, int count,
-                            qmma_mode mode, const void *x)
+                            qmma_mode mode, const void *x, const orin_norm_in *norm = NULL)
 {
     if (c->n != 1 || !orin_cu_aligned16(x))
         return false;
@@ -976,17 +995,24 @@ static bool tiles_gemv_fits(const quant_call *c, const qmma_part *parts, int cou
             parts[i].w->group_size != parts[0].w->group_size)
             return false;
     const int64_t groups = c->in / parts[0].w->group_size;
-    return qmma_smem_bytes(c->in, groups, mode == QMMA_SWIGLU ? 2 : 1) <= QMMA_SMEM_MAX;
+    return qmma_smem_bytes(c->in, groups, mode == QMMA_SWIGLU ? 2 : 1, norm != NULL) <=
+           QMMA_SMEM_MAX;
 }
 
-// The parts (tiles_gemv_fits) as one launch.
+// The parts (tiles_gemv_fits, with the same norm) as one launch.
 static int tiles_gemv(const orin_exec *ex, const quant_call *c, const qmma_part *parts, int count,
-                      qmma_mode mode, const void *x)
+                      qmma_mode mode, const void *x, const orin_norm_in *norm = NULL)
 {
     const int32_t group = parts[0].w->group_size;
     qmma_params p = {};
     p.count = count;
     p.x = x;
+    if (norm) {
+        p.norm_residual = norm->residual.data;
+        p.norm_weight = norm->weight.data;
+        p.norm_x_out = norm->x_out.data;
+        p.norm_eps = norm->eps;
+    }
     p.units = (int)(c->in / (c->fmt == FMT_AWQ4 ? tiles_of<FMT_AWQ4>::UNIT_K
                                                 : tiles_of<FMT_INT8>::UNIT_K));
     p.groups = (int)(c->in / group);
@@ -1007,7 +1033,7 @@ static int tiles_gemv(const orin_exec *ex, const quant_call *c, const qmma_part 
             p.begin[1] = tiles; // gate and up alike
     }
     const unsigned blocks = (unsigned)(mode == QMMA_SWIGLU ? p.begin[1] : p.begin[count]);
-    const size_t smem = qmma_smem_bytes(c->in, p.groups, mode == QMMA_SWIGLU ? 2 : 1);
+    const size_t smem = qmma_smem_bytes(c->in, p.groups, mode == QMMA_SWIGLU ? 2 : 1, norm != NULL);
     if (c->dt == ORIN_F16)
         launch_qmma_mode<__half>(ex, c->fmt, mode, p, blocks, smem);
     else
@@ -1102,6 +1128,26 @@ extern "C" size_t cuda_matmul_quant_workspace_size(const void *args)
 // for gate and up with the SwiGLU in its epilogue. Otherwise the sequence
 // they stand for, each product as matmul.awq4 / .int8 runs it.
 
+// A norm in front (orin_norm_in) that the GEMV on tiles folds in, or NULL
+// after running it apart into the workspace (x then points there, ex at the
+// workspace after it: cuda_norm_in_apart).
+static int quant_norm_in(const orin_exec **ex, orin_exec *rest, const orin_norm_in *norm,
+                         orin_tensor *x, const quant_call *c, const qmma_part *parts, int count,
+                         qmma_mode mode, const orin_norm_in **folded)
+{
+    *folded = NULL;
+    if (!norm->weight.data)
+        return 0;
+    if (cuda_norm_in_folds(norm, x) && tiles_gemv_fits(c, parts, count, mode, x->data, norm)) {
+        *folded = norm;
+        return 0;
+    }
+    if (cuda_norm_in_apart(*ex, norm, x, rest, c->dt, c->label) != 0)
+        return -1;
+    *ex = rest;
+    return 0;
+}
+
 static int matmul_qkv_quant(const orin_exec *ex, const orin_matmul_qkv_quant_args *a,
                             quant_fmt fmt, orin_dtype dt, const char *label)
 {
@@ -1115,10 +1161,15 @@ static int matmul_qkv_quant(const orin_exec *ex, const orin_matmul_qkv_quant_arg
             return -1;
         parts[i] = (qmma_part){&a->w[i], &a->bias[i], &a->y[i]};
     }
-    if (tiles_gemv_fits(&c[0], parts, 3, QMMA_SEGMENTS, a->x.data))
-        return tiles_gemv(ex, &c[0], parts, 3, QMMA_SEGMENTS, a->x.data);
+    orin_tensor x = a->x;
+    orin_exec rest;
+    const orin_norm_in *folded;
+    if (quant_norm_in(&ex, &rest, &a->norm, &x, &c[0], parts, 3, QMMA_SEGMENTS, &folded) != 0)
+        return -1;
+    if (tiles_gemv_fits(&c[0], parts, 3, QMMA_SEGMENTS, x.data, folded))
+        return tiles_gemv(ex, &c[0], parts, 3, QMMA_SEGMENTS, x.data, folded);
     for (int i = 0; i < 3; i++) {
-        const orin_matmul_quant_args m = {.x = a->x, .w = a->w[i], .bias = a->bias[i],
+        const orin_matmul_quant_args m = {.x = x, .w = a->w[i], .bias = a->bias[i],
                                           .y = a->y[i]};
         if (run_matmul_quant(ex, &m, &c[i]) != 0)
             return -1;
@@ -1153,8 +1204,13 @@ static int matmul_swiglu_quant(const orin_exec *ex, const orin_matmul_swiglu_qua
         return -1;
     const orin_tensor none = {};
     const qmma_part parts[2] = {{&a->w_gate, &none, &a->out}, {&a->w_up, &none, &a->out}};
-    if (tiles_gemv_fits(&c, parts, 2, QMMA_SWIGLU, a->x.data))
-        return tiles_gemv(ex, &c, parts, 2, QMMA_SWIGLU, a->x.data);
+    orin_tensor x = a->x;
+    orin_exec normed_rest;
+    const orin_norm_in *folded;
+    if (quant_norm_in(&ex, &normed_rest, &a->norm, &x, &c, parts, 2, QMMA_SWIGLU, &folded) != 0)
+        return -1;
+    if (tiles_gemv_fits(&c, parts, 2, QMMA_SWIGLU, x.data, folded))
+        return tiles_gemv(ex, &c, parts, 2, QMMA_SWIGLU, x.data, folded);
     // gate into out, up into the workspace, then the SwiGLU
     const size_t up_bytes = swiglu_quant_up_bytes(a);
     if (!ex->workspace || ex->workspace_size < up_bytes)
@@ -1164,8 +1220,8 @@ static int matmul_swiglu_quant(const orin_exec *ex, const orin_matmul_swiglu_qua
     orin_exec rest = *ex;
     rest.workspace = (char *)ex->workspace + up_bytes;
     rest.workspace_size = ex->workspace_size - up_bytes;
-    const orin_matmul_quant_args gate = {.x = a->x, .w = a->w_gate, .bias = {}, .y = a->out};
-    const orin_matmul_quant_args upm = {.x = a->x, .w = a->w_up, .bias = {}, .y = up};
+    const orin_matmul_quant_args gate = {.x = x, .w = a->w_gate, .bias = {}, .y = a->out};
+    const orin_matmul_quant_args upm = {.x = x, .w = a->w_up, .bias = {}, .y = up};
     const orin_swiglu_args sw = {.gate = a->out, .up = up, .out = a->out};
     if (run_matmul_quant(&rest, &gate, &c) != 0 || run_matmul_quant(&rest, &upm, &c) != 0)
         return -1;
@@ -1205,7 +1261,7 @@ extern "C" size_t cuda_matmul_qkv_quant_workspace_size(const void *args)
         const size_t got = quant_workspace_of(a->x, a->y[i]);
         need = got > need ? got : need;
     }
-    return need;
+    return (a ? cuda_norm_in_bytes(&a->norm, &a->x) : 0) + need;
 }
 
 // The up projection's scratch, then a product's workspace.
@@ -1214,7 +1270,8 @@ extern "C" size_t cuda_matmul_swiglu_quant_workspace_size(const void *args)
     const orin_matmul_swiglu_quant_args *a = (const orin_matmul_swiglu_quant_args *)args;
     if (!a || a->x.ndim < 1 || a->out.ndim < 1)
         return 0;
-    return swiglu_quant_up_bytes(a) + quant_workspace_of(a->x, a->out);
+    return cuda_norm_in_bytes(&a->norm, &a->x) + swiglu_quant_up_bytes(a) +
+           quant_workspace_of(a->x, a->out);
 }
 
 // ---- prepare ------------------------------------------------------------------------

@@ -352,3 +352,67 @@ void ops_expect_error(const char *what, const orin_op_impl *impl, const orin_exe
           "one containing \"%s\"", what, impl->op, impl->provider, orin_dtype_name(impl->dtype),
           rc, rc ? msg : "", needle);
 }
+
+/* ---- a fused product's norm in front ---- */
+
+static ops_buf buf_copy(const ops_buf *b)
+{
+    ops_buf c = ops_buf_nan(b->dt, b->n);
+    memcpy(c.data, b->data, b->n * orin_dtype_size(b->dt));
+    ops_buf_read(&c);
+    return c;
+}
+
+int ops_norm_fixture_make(ops_norm_fixture *f, const ops_buf *x, int64_t n, int64_t d,
+                          bool residual, uint64_t seed)
+{
+    const orin_dtype dt = x->dt;
+    ops_rng rng = {.state = seed};
+    const int64_t dims[2] = {n, d};
+    *f = (ops_norm_fixture){0};
+    f->x_before = buf_copy(x);
+    f->x_ref = buf_copy(x);
+    f->residual = ops_buf_random(&rng, dt, residual ? (size_t)(n * d) : 1, -1, 1);
+    f->weight = ops_buf_random(&rng, dt, (size_t)d, -2, 2);
+    f->x_out = ops_buf_nan(dt, (size_t)(n * d));
+    f->h = ops_buf_nan(dt, (size_t)(n * d));
+    f->norm = (orin_norm_in){
+        .residual = residual ? ops_tensor(f->residual.data, dt, 2, dims) : (orin_tensor){0},
+        .weight = ops_tensor(f->weight.data, dt, 1, &d),
+        .x_out = ops_tensor(f->x_out.data, dt, 2, dims),
+        .eps = 1e-6f,
+    };
+    f->h_t = ops_tensor(f->h.data, dt, 2, dims);
+    const orin_add_rmsnorm_args ref = {.x = ops_tensor(f->x_ref.data, dt, 2, dims),
+                                       .residual = f->norm.residual,
+                                       .weight = f->norm.weight,
+                                       .out = f->h_t,
+                                       .eps = f->norm.eps};
+    const orin_op_impl *impl = ops_test_impl(ORIN_OP_ADD_RMSNORM, "common", dt);
+    orin_exec ex = ops_test_exec(0);
+    orin_error_clear();
+    const int rc = impl ? impl->run(&ex, &ref) : -1;
+    CHECK(rc == 0, "norm reference (add_rmsnorm %s): %s", orin_dtype_name(dt), orin_error());
+    return rc;
+}
+
+void ops_norm_fixture_check(ops_norm_fixture *f, ops_buf *x, const char *what)
+{
+    const size_t bytes = x->n * orin_dtype_size(x->dt);
+    ops_buf_fetch(&f->x_out);
+    ops_buf_fetch(&f->x_ref);
+    ops_buf_fetch(x);
+    CHECK(memcmp(f->x_out.data, f->x_ref.data, bytes) == 0,
+          "%s: norm.x_out differs from add_rmsnorm's sum", what);
+    CHECK(memcmp(x->data, f->x_before.data, bytes) == 0, "%s: x was written", what);
+}
+
+void ops_norm_fixture_free(ops_norm_fixture *f)
+{
+    ops_buf_free(&f->x_before);
+    ops_buf_free(&f->x_ref);
+    ops_buf_free(&f->residual);
+    ops_buf_free(&f->weight);
+    ops_buf_free(&f->x_out);
+    ops_buf_free(&f->h);
+}

@@ -92,6 +92,24 @@ double ops_check_close(const char *what, const ops_buf *got, const double *ref,
 double ops_tol(orin_dtype dt);
 double ops_atol(orin_dtype dt);
 
+/* A fused product's norm in front (orin_norm_in) and its reference, for x
+ * [n, d] (an ops_buf the caller made): a random residual (when asked) and
+ * weight; add_rmsnorm of ops_common run on a copy of x gives the sum (x_ref)
+ * and the normalised rows (h, as a tensor in h_t) that the product without
+ * the norm then reads. Make it before any other tensor of the case (its
+ * reference runs at once). */
+typedef struct ops_norm_fixture {
+    ops_buf x_before, x_ref, residual, weight, x_out, h;
+    orin_norm_in norm; /* for the fused call over x */
+    orin_tensor h_t;
+} ops_norm_fixture;
+int ops_norm_fixture_make(ops_norm_fixture *f, const ops_buf *x, int64_t n, int64_t d,
+                          bool residual, uint64_t seed);
+/* After the fused call: x_out equals the reference's sum bit for bit, and x is
+ * as it was. */
+void ops_norm_fixture_check(ops_norm_fixture *f, ops_buf *x, const char *what);
+void ops_norm_fixture_free(ops_norm_fixture *f);
+
 /* Runs impl->run and CHECKs that it fails with a message containing `needle`. */
 void ops_expect_error(const char *what, const orin_op_impl *impl, const orin_exec *ex,
                       const void *args, const char *needle);

@@ -245,6 +245,103 @@ static void swiglu_case(orin_dtype dt, int64_t n, int64_t in, int64_t f, bool st
     ops_buf_free(&up);
 }
 
+/* ---- the norm in front of matmul.qkv and matmul.swiglu (orin_norm_in) ---- */
+
+/* Outputs of the fused call with the norm and of the same op without it over
+ * add_rmsnorm's rows: equal bit for bit (one row of whole vectors: the GEMV
+ * normalises it itself; else the op runs add_rmsnorm apart first). */
+static void check_bitwise(const char *what, const char *name, ops_buf *got, ops_buf *want)
+{
+    ops_buf_fetch(got);
+    ops_buf_fetch(want);
+    CHECK(memcmp(got->data, want->data, got->n * orin_dtype_size(got->dt)) == 0,
+          "%s: %s differs from the unfused norm's", what, name);
+}
+
+static void qkv_norm_case(orin_dtype dt, int64_t n, int64_t in, const int64_t outs[3],
+                          bool residual)
+{
+    ops_rng rng = {.state = 60 + (uint64_t)(n * in + outs[0])};
+    ops_buf x = ops_buf_random(&rng, dt, (size_t)(n * in), -3, 3);
+    ops_norm_fixture f;
+    if (ops_norm_fixture_make(&f, &x, n, in, residual, 61 + (uint64_t)in) != 0) {
+        ops_buf_free(&x);
+        ops_norm_fixture_free(&f);
+        return;
+    }
+    ops_buf w[3], y[3], y_ref[3];
+    orin_matmul_qkv_args fused = {.x = ops_tensor(x.data, dt, 2, (int64_t[]){n, in}),
+                                  .norm = f.norm};
+    orin_matmul_qkv_args plain = {.x = f.h_t};
+    for (int i = 0; i < 3; i++) {
+        w[i] = ops_buf_random(&rng, dt, (size_t)(outs[i] * in), -1, 1);
+        y[i] = ops_buf_nan(dt, (size_t)(n * outs[i]));
+        y_ref[i] = ops_buf_nan(dt, (size_t)(n * outs[i]));
+        fused.w[i] = plain.w[i] = ops_tensor(w[i].data, dt, 2, (int64_t[]){outs[i], in});
+        fused.y[i] = ops_tensor(y[i].data, dt, 2, (int64_t[]){n, outs[i]});
+        plain.y[i] = ops_tensor(y_ref[i].data, dt, 2, (int64_t[]){n, outs[i]});
+    }
+    char what[160];
+    snprintf(what, sizeof what, "matmul.qkv %s + norm%s, x [%lld, %lld], outs %lld/%lld/%lld",
+             orin_dtype_name(dt), residual ? " + residual" : "", (long long)n, (long long)in,
+             (long long)outs[0], (long long)outs[1], (long long)outs[2]);
+    const orin_op_impl *impl = impl_of(ORIN_OP_MATMUL_QKV, dt);
+    if (run(impl, &fused) == 0 && run(impl, &plain) == 0) {
+        ops_norm_fixture_check(&f, &x, what);
+        for (int i = 0; i < 3; i++)
+            check_bitwise(what, i == 0 ? "y[0]" : i == 1 ? "y[1]" : "y[2]", &y[i], &y_ref[i]);
+    }
+    ops_release();
+    ops_norm_fixture_free(&f);
+    ops_buf_free(&x);
+    for (int i = 0; i < 3; i++) {
+        ops_buf_free(&w[i]);
+        ops_buf_free(&y[i]);
+        ops_buf_free(&y_ref[i]);
+    }
+}
+
+static void swiglu_norm_case(orin_dtype dt, int64_t n, int64_t in, int64_t f_out, bool residual)
+{
+    ops_rng rng = {.state = 70 + (uint64_t)(n * in + f_out)};
+    ops_buf x = ops_buf_random(&rng, dt, (size_t)(n * in), -3, 3);
+    ops_norm_fixture f;
+    if (ops_norm_fixture_make(&f, &x, n, in, residual, 71 + (uint64_t)in) != 0) {
+        ops_buf_free(&x);
+        ops_norm_fixture_free(&f);
+        return;
+    }
+    const int64_t xd[2] = {n, in}, wd[2] = {f_out, in}, od[2] = {n, f_out};
+    ops_buf wg = ops_buf_random(&rng, dt, (size_t)(f_out * in), -1, 1);
+    ops_buf wu = ops_buf_random(&rng, dt, (size_t)(f_out * in), -1, 1);
+    ops_buf out = ops_buf_nan(dt, (size_t)(n * f_out)), ref = ops_buf_nan(dt, (size_t)(n * f_out));
+    orin_matmul_swiglu_args fused = {
+        .x = ops_tensor(x.data, dt, 2, xd),
+        .norm = f.norm,
+        .w_gate = ops_tensor(wg.data, dt, 2, wd),
+        .w_up = ops_tensor(wu.data, dt, 2, wd),
+        .out = ops_tensor(out.data, dt, 2, od),
+    };
+    orin_matmul_swiglu_args plain = {.x = f.h_t, .w_gate = fused.w_gate, .w_up = fused.w_up,
+                                     .out = ops_tensor(ref.data, dt, 2, od)};
+    char what[160];
+    snprintf(what, sizeof what, "matmul.swiglu %s + norm%s, x [%lld, %lld], f %lld",
+             orin_dtype_name(dt), residual ? " + residual" : "", (long long)n, (long long)in,
+             (long long)f_out);
+    const orin_op_impl *impl = impl_of(ORIN_OP_MATMUL_SWIGLU, dt);
+    if (run(impl, &fused) == 0 && run(impl, &plain) == 0) {
+        ops_norm_fixture_check(&f, &x, what);
+        check_bitwise(what, "out", &out, &ref);
+    }
+    ops_release();
+    ops_norm_fixture_free(&f);
+    ops_buf_free(&x);
+    ops_buf_free(&wg);
+    ops_buf_free(&wu);
+    ops_buf_free(&out);
+    ops_buf_free(&ref);
+}
+
 /* ---- matmul.gelu, matmul.add ---- */
 
 /* bias_offset: the bias a view that many elements into its buffer (off 16-byte
@@ -478,6 +575,18 @@ int main(int argc, char **argv)
         swiglu_case(dt, 300, 128, 1000, true);
         swiglu_case(dt, 5, 67, 129, true);
         swiglu_case(dt, 1, 256, 384, true);
+        /* the norm in front: folded into the GEMV (Qwen3-8B's and Qwen2.5-7B's
+         * widths, a narrow one), and run apart (rows > 1, a width of odd bytes) */
+        qkv_norm_case(dt, 1, 4096, (int64_t[]){4096, 1024, 1024}, true);
+        qkv_norm_case(dt, 1, 3584, (int64_t[]){3584, 512, 512}, false);
+        qkv_norm_case(dt, 1, 256, (int64_t[]){256, 64, 64}, true);
+        qkv_norm_case(dt, 5, 256, (int64_t[]){256, 64, 64}, true);
+        qkv_norm_case(dt, 1, 67, (int64_t[]){33, 7, 9}, true);
+        swiglu_norm_case(dt, 1, 1024, 3072, true);
+        swiglu_norm_case(dt, 1, 3584, 512, true);
+        swiglu_norm_case(dt, 1, 256, 384, false);
+        swiglu_norm_case(dt, 3, 256, 384, true);
+        swiglu_norm_case(dt, 1, 67, 129, true);
         rope_cache_case(dt, 1, 32, 8, 128, true, 4000, 0);
         rope_cache_case(dt, 9, 4, 2, 64, true, 0, 0);
         rope_cache_case(dt, 5, 14, 2, 64, false, 1000, 0);

@@ -404,6 +404,107 @@ static void swiglu_quant_case(orin_weight_format fmt, orin_dtype dt, int64_t n, 
     case_free(&cu);
 }
 
+/* ---- the norm in front (orin_norm_in) ---- */
+
+/* got equals want bit for bit (fetched both). */
+static void check_bitwise(const char *what, ops_buf *got, ops_buf *want)
+{
+    ops_buf_fetch(got);
+    ops_buf_fetch(want);
+    CHECK(memcmp(got->data, want->data, got->n * orin_dtype_size(got->dt)) == 0,
+          "%s differs from the op over the unfused norm's rows", what);
+}
+
+/* The fused call with the norm in front against the same op over add_rmsnorm's
+ * rows: q, k, v (or the SwiGLU) bit for bit, the sum in x_out too. */
+static void qkv_quant_norm_case(orin_weight_format fmt, orin_dtype dt, int64_t n, int64_t in,
+                                const int64_t outs[3], int32_t group, bool residual)
+{
+    const char *op = fmt == ORIN_WEIGHT_AWQ4 ? ORIN_OP_MATMUL_QKV_AWQ4 : ORIN_OP_MATMUL_QKV_INT8;
+    const orin_op_impl *impl = fused_impl(op, dt);
+    if (!impl)
+        return;
+    quant_case c[3];
+    orin_matmul_quant_args part[3];
+    for (int i = 0; i < 3; i++)
+        c[i] = fused_part(fmt, dt, n, in, outs[i], group, true, 80 + (uint64_t)i, &part[i]);
+    ops_norm_fixture f;
+    ops_buf y_ref[3];
+    orin_matmul_qkv_quant_args a = {.x = part[0].x}, plain;
+    const int made = ops_norm_fixture_make(&f, &c[0].x, n, in, residual, 90 + (uint64_t)in);
+    a.norm = f.norm;
+    for (int i = 0; i < 3; i++) {
+        a.w[i] = part[i].w;
+        a.bias[i] = part[i].bias;
+        a.y[i] = part[i].y;
+        y_ref[i] = ops_buf_nan(dt, (size_t)(n * outs[i]));
+    }
+    plain = a;
+    plain.x = f.h_t;
+    plain.norm = (orin_norm_in){0};
+    for (int i = 0; i < 3; i++)
+        plain.y[i] = ops_tensor(y_ref[i].data, dt, 2, (int64_t[]){n, outs[i]});
+    char what[200];
+    snprintf(what, sizeof what, "%s %s + norm%s, x [%lld, %lld], outs %lld/%lld/%lld, group %d",
+             op, orin_dtype_name(dt), residual ? " + residual" : "", (long long)n,
+             (long long)in, (long long)outs[0], (long long)outs[1], (long long)outs[2], group);
+    orin_exec ex = fused_exec(impl, &a), pex = fused_exec(impl, &plain);
+    orin_error_clear();
+    const int rc = made == 0 ? impl->run(&ex, &a) || impl->run(&pex, &plain) : -1;
+    CHECK(rc == 0, "%s: %s", what, orin_error());
+    if (rc == 0) {
+        ops_norm_fixture_check(&f, &c[0].x, what);
+        for (int i = 0; i < 3; i++) {
+            char part_what[240];
+            snprintf(part_what, sizeof part_what, "%s: y[%d]", what, i);
+            check_bitwise(part_what, &c[i].y, &y_ref[i]);
+        }
+    }
+    for (int i = 0; i < 3; i++)
+        ops_buf_free(&y_ref[i]);
+    ops_norm_fixture_free(&f);
+    for (int i = 0; i < 3; i++)
+        case_free(&c[i]);
+}
+
+static void swiglu_quant_norm_case(orin_weight_format fmt, orin_dtype dt, int64_t n, int64_t in,
+                                   int64_t f_out, int32_t group, bool residual)
+{
+    const char *op =
+        fmt == ORIN_WEIGHT_AWQ4 ? ORIN_OP_MATMUL_SWIGLU_AWQ4 : ORIN_OP_MATMUL_SWIGLU_INT8;
+    const orin_op_impl *impl = fused_impl(op, dt);
+    if (!impl)
+        return;
+    orin_matmul_quant_args g, u;
+    quant_case cg = fused_part(fmt, dt, n, in, f_out, group, false, 85, &g);
+    quant_case cu = fused_part(fmt, dt, n, in, f_out, group, false, 86, &u);
+    ops_norm_fixture f;
+    const int made = ops_norm_fixture_make(&f, &cg.x, n, in, residual, 95 + (uint64_t)in);
+    ops_buf out = ops_buf_nan(dt, (size_t)(n * f_out)), ref = ops_buf_nan(dt, (size_t)(n * f_out));
+    const int64_t od[2] = {n, f_out};
+    orin_matmul_swiglu_quant_args a = {.x = g.x, .norm = f.norm, .w_gate = g.w, .w_up = u.w,
+                                       .out = ops_tensor(out.data, dt, 2, od)};
+    orin_matmul_swiglu_quant_args plain = {.x = f.h_t, .w_gate = g.w, .w_up = u.w,
+                                           .out = ops_tensor(ref.data, dt, 2, od)};
+    char what[200];
+    snprintf(what, sizeof what, "%s %s + norm%s, x [%lld, %lld], f %lld, group %d", op,
+             orin_dtype_name(dt), residual ? " + residual" : "", (long long)n, (long long)in,
+             (long long)f_out, group);
+    orin_exec ex = fused_exec(impl, &a), pex = fused_exec(impl, &plain);
+    orin_error_clear();
+    const int rc = made == 0 ? impl->run(&ex, &a) || impl->run(&pex, &plain) : -1;
+    CHECK(rc == 0, "%s: %s", what, orin_error());
+    if (rc == 0) {
+        ops_norm_fixture_check(&f, &cg.x, what);
+        check_bitwise(what, &out, &ref);
+    }
+    ops_buf_free(&out);
+    ops_buf_free(&ref);
+    ops_norm_fixture_free(&f);
+    case_free(&cg);
+    case_free(&cu);
+}
+
 /* Decode over tiles (Qwen3-8B's and Qwen2.5-7B's widths, odd tile counts,
  * groups of 16 up to the width), prefill, and shapes the tiles do not fit
  * (1040 inputs: the sequence of products then). */
@@ -434,6 +535,15 @@ static void test_fused(orin_weight_format fmt, orin_dtype dt)
             continue;
         swiglu_quant_case(fmt, dt, mlp[i].n, mlp[i].in, mlp[i].f, mlp[i].group);
     }
+    /* the norm in front: folded into the GEMV on tiles, and run apart (rows > 1;
+     * a width the tiles do not take) */
+    qkv_quant_norm_case(fmt, dt, 1, 4096, (int64_t[]){4096, 1024, 1024}, 128, true);
+    qkv_quant_norm_case(fmt, dt, 1, 576, (int64_t[]){48, 16, 16}, 64, false);
+    qkv_quant_norm_case(fmt, dt, 5, 256, (int64_t[]){128, 64, 64}, 32, true);
+    qkv_quant_norm_case(fmt, dt, 1, 1040, (int64_t[]){64, 32, 32}, 16, true);
+    swiglu_quant_norm_case(fmt, dt, 1, 3584, 512, 128, true);
+    swiglu_quant_norm_case(fmt, dt, 1, 256, 48, 256, false);
+    swiglu_quant_norm_case(fmt, dt, 3, 256, 160, 32, true);
 }
 
 /* ---- bad calls ---- */

@@ -65,6 +65,12 @@ int orin_check_embedding(const char *label, const orin_exec *ex, const orin_embe
 /* rmsnorm: x and out alike (out may be x), weight [last dim], eps >= 0. */
 int orin_check_rmsnorm(const char *label, const orin_exec *ex, const orin_rmsnorm_args *a,
                        orin_device_kind device, orin_dtype dt);
+/* A fused product's optional add + rmsnorm in front (orin_norm_in; nothing to
+ * check when norm->weight.data is NULL): weight [d] for x [.., d], x_out shaped
+ * like x and overlapping neither x nor the residual, the residual (data NULL:
+ * none) shaped like x, eps a non-negative number. */
+int orin_check_norm_in(const char *label, const orin_norm_in *norm, const orin_tensor *x,
+                       orin_device_kind device, orin_dtype dt);
 /* rope: x [n, heads, hd] with hd even, positions i32 [n], theta > 0. */
 int orin_check_rope(const char *label, const orin_exec *ex, const orin_rope_args *a,
                     orin_device_kind device, orin_dtype dt);

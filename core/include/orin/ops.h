@@ -290,11 +290,30 @@ typedef struct orin_add_rmsnorm_args {
     float eps;
 } orin_add_rmsnorm_args;
 
+/* A residual add + rmsnorm in front of a product (the fused matmul.qkv and
+ * matmul.swiglu ops, float and quantized; none when weight.data is NULL):
+ *   x_out = x + residual (x itself when residual.data is NULL), rounded to the
+ *           dtype, then the product reads rmsnorm(x_out) * weight (eps) in place
+ *           of x:
+ * add_rmsnorm(x -> x_out, residual, weight) then the product, bit for bit. At
+ * decode this takes the norm's kernel off the step: each block of the product
+ * normalises the row itself. x_out [n, in] must not overlap x or residual (the
+ * blocks that read them run while one writes the sum): a model alternates its
+ * residual stream between two buffers. */
+typedef struct orin_norm_in {
+    orin_tensor residual;
+    orin_tensor weight;
+    orin_tensor x_out;
+    float eps;
+} orin_norm_in;
+
 /* The three projections of one input, one pass over x:
  *   y[i] = x . w[i]^T (+ bias[i])      i = 0, 1, 2 (q, k, v)
- * x [n, in], w[i] [out_i, in], bias[i] [out_i] or data NULL, y[i] [n, out_i]. */
+ * x [n, in], w[i] [out_i, in], bias[i] [out_i] or data NULL, y[i] [n, out_i];
+ * norm: an optional add + rmsnorm of x first (orin_norm_in). */
 typedef struct orin_matmul_qkv_args {
     orin_tensor x;
+    orin_norm_in norm;
     orin_tensor w[3];
     orin_tensor bias[3];
     orin_tensor y[3];
@@ -306,6 +325,7 @@ typedef struct orin_matmul_qkv_args {
  * x [n, in], w_gate and w_up [f, in], out [n, f]. */
 typedef struct orin_matmul_swiglu_args {
     orin_tensor x;
+    orin_norm_in norm; /* optional, as matmul.qkv's */
     orin_tensor w_gate;
     orin_tensor w_up;
     orin_tensor out;
@@ -411,6 +431,7 @@ typedef struct orin_matmul_quant_args {
  * prepared (orin_qweight.layout): a model binds these from that provider. */
 typedef struct orin_matmul_qkv_quant_args {
     orin_tensor x;
+    orin_norm_in norm; /* optional, as matmul.qkv's */
     orin_qweight w[3];
     orin_tensor bias[3];
     orin_tensor y[3];
@@ -418,6 +439,7 @@ typedef struct orin_matmul_qkv_quant_args {
 
 typedef struct orin_matmul_swiglu_quant_args {
     orin_tensor x;
+    orin_norm_in norm; /* optional, as matmul.qkv's */
     orin_qweight w_gate;
     orin_qweight w_up;
     orin_tensor out;

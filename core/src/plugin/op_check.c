@@ -213,6 +213,29 @@ int orin_check_rmsnorm(const char *label, const orin_exec *ex, const orin_rmsnor
     return 0;
 }
 
+int orin_check_norm_in(const char *label, const orin_norm_in *norm, const orin_tensor *x,
+                       orin_device_kind device, orin_dtype dt)
+{
+    if (!norm->weight.data)
+        return 0;
+    if (orin_check_tensor(label, "norm.weight", &norm->weight, device, dt, 1, 1) ||
+        orin_check_dim(label, "norm.weight", &norm->weight, 0, x->shape[x->ndim - 1]) ||
+        orin_check_tensor(label, "norm.x_out", &norm->x_out, device, dt, 1, ORIN_MAX_DIMS) ||
+        orin_check_same_shape(label, "x", x, "norm.x_out", &norm->x_out) ||
+        orin_check_alias(label, "norm.x_out", &norm->x_out, "x", x, false))
+        return -1;
+    if (norm->residual.data &&
+        (orin_check_tensor(label, "norm.residual", &norm->residual, device, dt, 1,
+                           ORIN_MAX_DIMS) ||
+         orin_check_same_shape(label, "x", x, "norm.residual", &norm->residual) ||
+         orin_check_alias(label, "norm.x_out", &norm->x_out, "norm.residual", &norm->residual,
+                          false)))
+        return -1;
+    if (!isfinite(norm->eps) || norm->eps < 0.0f)
+        return orin_error_set("%s: norm.eps %g is not a non-negative number", label, norm->eps);
+    return 0;
+}
+
 int orin_check_rope(const char *label, const orin_exec *ex, const orin_rope_args *a,
                     orin_device_kind device, orin_dtype dt)
 {
@@ -356,8 +379,11 @@ int orin_check_matmul_qkv_quant(const char *label, const orin_exec *ex,
         for (int j = 0; j < i; j++)
             if (orin_check_alias(label, outs[i], &a->y[i], outs[j], &a->y[j], false))
                 return -1;
+        if (a->norm.weight.data &&
+            orin_check_alias(label, outs[i], &a->y[i], "norm.x_out", &a->norm.x_out, false))
+            return -1;
     }
-    return 0;
+    return orin_check_norm_in(label, &a->norm, &a->x, device, dt);
 }
 
 int orin_check_matmul_swiglu_quant(const char *label, const orin_exec *ex,
@@ -369,7 +395,10 @@ int orin_check_matmul_swiglu_quant(const char *label, const orin_exec *ex,
     if (orin_check_tensor(label, "x", &a->x, device, dt, 2, 2) ||
         orin_check_tensor(label, "out", &a->out, device, dt, 2, 2) ||
         check_quant_part(label, "w_gate", ex, &gate, fmt, device, dt) ||
-        check_quant_part(label, "w_up", ex, &up, fmt, device, dt))
+        check_quant_part(label, "w_up", ex, &up, fmt, device, dt) ||
+        orin_check_norm_in(label, &a->norm, &a->x, device, dt) ||
+        (a->norm.weight.data &&
+         orin_check_alias(label, "out", &a->out, "norm.x_out", &a->norm.x_out, false)))
         return -1;
     return 0;
 }
