@@ -1142,18 +1142,18 @@ static void add_residual_norm(orin_model *m, graph_builder *b, orin_tensor x,
     add_rmsnorm(m, b, x, w, h, what);
 }
 
-/* Whether layer L's q/k/v and gate/up products run as fused ops (matmul.qkv,
- * matmul.swiglu, or their quantized forms), which can take the norm before
- * them (orin_norm_in). */
-static bool layer_products_fused(const orin_model *m, const qwen_layer *L)
+/* Whether a decode step hands layer L's two norms to the products after them
+ * (orin_norm_in): where both are quantized fused ops (matmul.qkv.* and
+ * matmul.swiglu.*), whose GEMV on tiles normalises the row in each of its few
+ * hundred blocks (Qwen3-8B AWQ: 2.325 -> 2.246 ms a step). The float GEMV's
+ * thousands of blocks would each pay the norm's latency (4.11 -> 5.05 ms):
+ * the float products keep their own add_rmsnorm (bench/notes/decode.md). */
+static bool layer_folds_norms(const orin_model *m, const qwen_layer *L)
 {
     const orin_weight_format f = L->q.fmt, g = L->gate.fmt;
-    const bool qkv = L->k.fmt == f && L->v.fmt == f &&
-                     (f == ORIN_WEIGHT_FLOAT ? m->op.matmul_qkv != NULL
-                                             : m->op.matmul_qkv_quant[f] != NULL);
-    const bool mlp = L->up.fmt == g && (g == ORIN_WEIGHT_FLOAT ? m->op.matmul_swiglu != NULL
-                                                               : m->op.matmul_swiglu_quant[g] != NULL);
-    return qkv && mlp;
+    return f != ORIN_WEIGHT_FLOAT && g != ORIN_WEIGHT_FLOAT && L->k.fmt == f &&
+           L->v.fmt == f && L->up.fmt == g && m->op.matmul_qkv_quant[f] &&
+           m->op.matmul_swiglu_quant[g];
 }
 
 /* The residual add + norm before a product, folded into it (b->fold_norms):
@@ -1412,10 +1412,10 @@ static int build_graph(orin_model *m, orin_graph *g, int64_t n, bool decode, int
     for (int32_t l = 0; l < m->cfg.num_hidden_layers; l++) {
         b.layer = l;
         /* a decode step's norms go into the products after them where both
-         * products of the layer are fused ops: the stream then moves to x_alt
-         * and back within the layer, so it is in x at every layer's end */
+         * take them (layer_folds_norms): the stream then moves to x_alt and
+         * back within the layer, so it is in x at every layer's end */
         b.fold_norms = decode && n == 1 && m->op.add_rmsnorm &&
-                       layer_products_fused(m, &m->layers[l]);
+                       layer_folds_norms(m, &m->layers[l]);
         add_attention_block(m, &b, l, n, decode, max_kv_len, pending ? &o : NULL);
         pending = add_mlp_block(m, &b, l, n);
         /* x + o + feature: the pending o joins x in the next norm */

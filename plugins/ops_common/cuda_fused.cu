@@ -98,15 +98,11 @@ __device__ __forceinline__ void gemv_load_batch(uint4 (&raw)[GEMV_UNROLL][ROWS],
 // batch of a thread's weight loads (for a 4096-wide row, all of them) goes out
 // before the wait, and streams while the kernels before finish. (Into
 // registers: prefetching them into L2 instead was measured slower,
-// bench/notes/decode.md.) NORM: x is first added to the residual and
-// normalised into shared memory by gemv_norm_row (cuda_gemv.cuh), the product
-// reading that row (2 in values of T of dynamic shared memory; VEC only).
-template <typename T, int ROWS, bool VEC, bool NORM = false>
+// bench/notes/decode.md.)
+template <typename T, int ROWS, bool VEC>
 __device__ __forceinline__ void gemv_rows(const T *const (&w)[ROWS], const T *__restrict__ x,
-                                          int in, float (&acc)[ROWS],
-                                          const gemv_norm<T> &norm = {})
+                                          int in, float (&acc)[ROWS])
 {
-    static_assert(VEC || !NORM, "the norm prologue works on 16-byte vectors");
     if (VEC) {
         constexpr int V = orin_cu_vec<T>::n;
         const int chunks = in / V;
@@ -116,13 +112,6 @@ __device__ __forceinline__ void gemv_rows(const T *const (&w)[ROWS], const T *__
         if (preloaded)
             gemv_load_batch<T, ROWS>(raw, w, c);
         gemv_prologue();
-        if (NORM) {
-            extern __shared__ uint4 gemv_norm_smem_[];
-            __shared__ float scratch[32];
-            T *hs = reinterpret_cast<T *>(gemv_norm_smem_);
-            gemv_norm_row<T>(norm, x, in, hs, hs + in, scratch);
-            x = hs;
-        }
         // GEMV_UNROLL chunks of every row in flight before the first FMA
         for (; c + (GEMV_UNROLL - 1) * GEMV_THREADS < chunks; c += GEMV_UNROLL * GEMV_THREADS) {
             float xv[GEMV_UNROLL][V];
@@ -163,9 +152,9 @@ __device__ __forceinline__ void gemv_rows(const T *const (&w)[ROWS], const T *__
 // in flight; bound by the weight bytes (R is chosen so that the grid holds >= 3
 // blocks per SM: 8 rows, 2 blocks an SM resident at 113 registers, else 4 rows,
 // enough loads in flight to cover the memory latency).
-template <typename T, int R, bool VEC, bool NORM>
+template <typename T, int R, bool VEC>
 __global__ void __launch_bounds__(GEMV_THREADS, R >= 8 ? 2 : 1)
-    gemv_kernel(gemv_segments seg, const T *__restrict__ x, int in, gemv_norm<T> norm)
+    gemv_kernel(gemv_segments seg, const T *__restrict__ x, int in)
 {
     const int total = total_rows(seg);
     const int row0 = blockIdx.x * R;
@@ -177,7 +166,7 @@ __global__ void __launch_bounds__(GEMV_THREADS, R >= 8 ? 2 : 1)
         w[r] = (const T *)SEG_PICK(seg, w, s) + (size_t)(g - begin_of(seg, s)) * in;
     }
     float acc[R] = {};
-    gemv_rows<T, R, VEC, NORM>(w, x, in, acc, norm);
+    gemv_rows<T, R, VEC>(w, x, in, acc);
     float sum = gemv_block_sum<R>(acc);
     const int g = row0 + (int)threadIdx.x;
     if ((int)threadIdx.x < R && g < total) {
@@ -191,12 +180,11 @@ __global__ void __launch_bounds__(GEMV_THREADS, R >= 8 ? 2 : 1)
 
 // out[j] = silu(gate_j . x) * (up_j . x), each product rounded to T first (as
 // the unfused matmuls store them). Launch: grid ceil(f / R), 256 threads; a
-// block reads R rows of each of the two matrices: 2R rows in flight. NORM: as
-// gemv_kernel's.
-template <typename T, int R, bool VEC, bool NORM>
+// block reads R rows of each of the two matrices: 2R rows in flight.
+template <typename T, int R, bool VEC>
 __global__ void __launch_bounds__(GEMV_THREADS)
     gemv_swiglu_kernel(const T *__restrict__ wg, const T *__restrict__ wu, const T *__restrict__ x,
-                       T *__restrict__ out, int in, int f, gemv_norm<T> norm)
+                       T *__restrict__ out, int in, int f)
 {
     const int row0 = blockIdx.x * R;
     const T *w[2 * R];
@@ -207,7 +195,7 @@ __global__ void __launch_bounds__(GEMV_THREADS)
         w[R + r] = wu + (size_t)j * in;
     }
     float acc[2 * R] = {};
-    gemv_rows<T, 2 * R, VEC, NORM>(w, x, in, acc, norm);
+    gemv_rows<T, 2 * R, VEC>(w, x, in, acc);
     __shared__ float both[2 * R];
     float sum = gemv_block_sum<2 * R>(acc);
     if (threadIdx.x < 2 * R)
@@ -233,51 +221,33 @@ static bool gemv_vectorizable(const void *const *w, int count, const void *x, in
     return true;
 }
 
-// The kernel's norm prologue from orin_norm_in (none: NULL).
-template <typename T> static gemv_norm<T> gemv_norm_of(const orin_norm_in *norm)
-{
-    if (!norm || !norm->weight.data)
-        return gemv_norm<T>{};
-    return gemv_norm<T>{(const T *)norm->residual.data, (const T *)norm->weight.data,
-                        (T *)norm->x_out.data, norm->eps};
-}
-
-// The GEMV kernel for R rows a block: vectorised or not, with the norm
-// prologue or not (norm NULL: none; else the caller found it folds in,
-// cuda_norm_in_folds, which implies vec).
 template <typename T, int R>
 static void launch_gemv(const orin_exec *ex, const gemv_segments &seg, const void *x, int in,
-                        bool vec, const orin_norm_in *norm)
+                        bool vec)
 {
-    const int blocks = (seg.begin[seg.count] + R - 1) / R;
-    const gemv_norm<T> np = gemv_norm_of<T>(norm);
-    const size_t smem = np.weight ? gemv_norm_smem(in, sizeof(T)) : 0;
-    orin_cu_launch(ex, true,
-                   !vec        ? gemv_kernel<T, R, false, false>
-                   : np.weight ? gemv_kernel<T, R, true, true>
-                               : gemv_kernel<T, R, true, false>,
-                   dim3(blocks), dim3(GEMV_THREADS), smem, seg, (const T *)x, in, np);
+    int blocks = (seg.begin[seg.count] + R - 1) / R;
+    orin_cu_launch(ex, true, vec ? gemv_kernel<T, R, true> : gemv_kernel<T, R, false>,
+                   dim3(blocks), dim3(GEMV_THREADS), 0, seg, (const T *)x, in);
 }
 
 template <typename T>
 static void gemv_dispatch(const orin_exec *ex, const gemv_segments &seg, const void *x, int in,
-                          orin_dtype dt, const orin_norm_in *norm)
+                          orin_dtype dt)
 {
     int rows = seg.begin[seg.count];
     bool vec = gemv_vectorizable(seg.w, seg.count, x, in, dt);
     switch (gemv_rows_per_block(ex, rows, GEMV_ROWS_MAX)) {
-    case 8: launch_gemv<T, 8>(ex, seg, x, in, vec, norm); break;
-    case 4: launch_gemv<T, 4>(ex, seg, x, in, vec, norm); break;
-    case 2: launch_gemv<T, 2>(ex, seg, x, in, vec, norm); break;
-    default: launch_gemv<T, 1>(ex, seg, x, in, vec, norm); break;
+    case 8: launch_gemv<T, 8>(ex, seg, x, in, vec); break;
+    case 4: launch_gemv<T, 4>(ex, seg, x, in, vec); break;
+    case 2: launch_gemv<T, 2>(ex, seg, x, in, vec); break;
+    default: launch_gemv<T, 1>(ex, seg, x, in, vec); break;
     }
 }
 
-// norm: a prologue that folds in (cuda_norm_in_folds), or NULL.
 static int run_gemv(const char *label, const orin_exec *ex, const gemv_segments &seg,
-                    const void *x, int in, orin_dtype dt, const orin_norm_in *norm = NULL)
+                    const void *x, int in, orin_dtype dt)
 {
-    ORIN_CU_DISPATCH(dt, label, T, gemv_dispatch<T>(ex, seg, x, in, dt, norm));
+    ORIN_CU_DISPATCH(dt, label, T, gemv_dispatch<T>(ex, seg, x, in, dt));
     return orin_cu_launched(label, dt, "gemv: x [1, %d], %d rows in %d matrices", in,
                             seg.begin[seg.count], seg.count);
 }
@@ -431,12 +401,13 @@ extern "C" int cuda_matmul_qkv(const orin_exec *ex, const orin_matmul_qkv_args *
     const char *label = "matmul.qkv (common)";
     if (check_qkv(label, ex, a, dt))
         return -1;
-    // the norm in front: in the GEMV, or apart into the workspace first
-    const bool fold = cuda_norm_in_folds(&a->norm, &a->x);
+    // the norm in front, apart: the float GEMV's many blocks would each pay
+    // its latency (cuda_norm_in_apart)
     orin_matmul_qkv_args normed;
     orin_exec rest;
-    if (a->norm.weight.data && !fold) {
+    if (a->norm.weight.data) {
         normed = *a;
+        normed.norm = (orin_norm_in){};
         if (cuda_norm_in_apart(ex, &a->norm, &normed.x, &rest, dt, label) != 0)
             return -1;
         a = &normed;
@@ -463,8 +434,7 @@ extern "C" int cuda_matmul_qkv(const orin_exec *ex, const orin_matmul_qkv_args *
         seg.y[i] = a->y[i].data;
         seg.begin[i + 1] = seg.begin[i] + (int)a->w[i].shape[0];
     }
-    return run_gemv(label, ex, seg, a->x.data, (int)a->x.shape[1], dt,
-                    fold ? &a->norm : NULL);
+    return run_gemv(label, ex, seg, a->x.data, (int)a->x.shape[1], dt);
 }
 
 // The matmul's, plus room for a stacked prefill's wide result (any call may be
@@ -530,10 +500,8 @@ extern "C" size_t cuda_matmul_swiglu_workspace_size(const void *args)
            cuda_matmul_workspace_size(args);
 }
 
-// norm: a prologue that folds in (cuda_norm_in_folds), or NULL.
 template <typename T>
-static void swiglu_dispatch(const orin_exec *ex, const orin_matmul_swiglu_args *a, int in, int f,
-                            const orin_norm_in *norm)
+static void swiglu_dispatch(const orin_exec *ex, const orin_matmul_swiglu_args *a, int in, int f)
 {
     int R = gemv_rows_per_block(ex, f, 4); // 2R rows a block
     const void *w[2] = {a->w_gate.data, a->w_up.data};
@@ -541,14 +509,10 @@ static void swiglu_dispatch(const orin_exec *ex, const orin_matmul_swiglu_args *
     const T *wg = (const T *)a->w_gate.data, *wu = (const T *)a->w_up.data;
     const T *x = (const T *)a->x.data;
     T *out = (T *)a->out.data;
-    const gemv_norm<T> np = gemv_norm_of<T>(norm);
-    const size_t smem = np.weight ? gemv_norm_smem(in, sizeof(T)) : 0;
 #define SWIGLU_LAUNCH(RR)                                                                   \
     orin_cu_launch(ex, true,                                                                \
-                   !vec        ? gemv_swiglu_kernel<T, RR, false, false>                    \
-                   : np.weight ? gemv_swiglu_kernel<T, RR, true, true>                      \
-                               : gemv_swiglu_kernel<T, RR, true, false>,                    \
-                   dim3((f + RR - 1) / RR), dim3(GEMV_THREADS), smem, wg, wu, x, out, in, f, np)
+                   vec ? gemv_swiglu_kernel<T, RR, true> : gemv_swiglu_kernel<T, RR, false>, \
+                   dim3((f + RR - 1) / RR), dim3(GEMV_THREADS), 0, wg, wu, x, out, in, f)
     if (R == 4)
         SWIGLU_LAUNCH(4);
     else if (R == 2)
@@ -564,12 +528,12 @@ extern "C" int cuda_matmul_swiglu(const orin_exec *ex, const orin_matmul_swiglu_
     const char *label = "matmul.swiglu (common)";
     if (check_swiglu(label, ex, a, dt))
         return -1;
-    // the norm in front: in the GEMV, or apart into the workspace first
-    const bool fold = cuda_norm_in_folds(&a->norm, &a->x);
+    // the norm in front, apart (as matmul.qkv's)
     orin_matmul_swiglu_args normed;
     orin_exec rest;
-    if (a->norm.weight.data && !fold) {
+    if (a->norm.weight.data) {
         normed = *a;
+        normed.norm = (orin_norm_in){};
         if (cuda_norm_in_apart(ex, &a->norm, &normed.x, &rest, dt, label) != 0)
             return -1;
         a = &normed;
@@ -609,8 +573,7 @@ extern "C" int cuda_matmul_swiglu(const orin_exec *ex, const orin_matmul_swiglu_
             return -1;
         return 0;
     }
-    ORIN_CU_DISPATCH(dt, label, T,
-                     swiglu_dispatch<T>(ex, a, (int)in, (int)f, fold ? &a->norm : NULL));
+    ORIN_CU_DISPATCH(dt, label, T, swiglu_dispatch<T>(ex, a, (int)in, (int)f));
     return orin_cu_launched(label, dt, "x [1, %lld], w_gate/w_up [%lld, %lld]", (long long)in,
                             (long long)f, (long long)in);
 }

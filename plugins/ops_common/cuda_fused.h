@@ -21,12 +21,13 @@ size_t cuda_matmul_qkv_workspace_size(const void *args);
 int cuda_matmul_swiglu(const orin_exec *ex, const orin_matmul_swiglu_args *a, orin_dtype dt);
 size_t cuda_matmul_swiglu_workspace_size(const void *args);
 /* The fused products' norm in front (orin_norm_in; matmul.qkv, matmul.swiglu
- * and their quantized forms): cuda_norm_in_folds when the GEMV kernel
- * normalises the row itself (one row of whole aligned 16-byte vectors, the row
- * twice in 48 KB of shared memory: gemv_norm_row, cuda_gemv.cuh); else
- * cuda_norm_in_apart runs the add_rmsnorm kernel first, the sum into x_out
- * and the normalised rows into the workspace's first cuda_norm_in_bytes, and
- * points x there and rest at the workspace after it. */
+ * and their quantized forms): cuda_norm_in_folds when a GEMV kernel can
+ * normalise the row itself (one row of whole aligned 16-byte vectors, the row
+ * twice in 48 KB of shared memory: gemv_norm_row, cuda_gemv.cuh; the quantized
+ * GEMV on tiles does); else cuda_norm_in_apart runs the add_rmsnorm kernel
+ * first, the sum into x_out and the normalised rows into the workspace's first
+ * cuda_norm_in_bytes, and points x there and rest at the workspace after it
+ * (the float products always: bench/notes/decode.md). */
 bool cuda_norm_in_folds(const orin_norm_in *norm, const orin_tensor *x);
 size_t cuda_norm_in_bytes(const orin_norm_in *norm, const orin_tensor *x);
 int cuda_norm_in_apart(const orin_exec *ex, const orin_norm_in *norm, orin_tensor *x,

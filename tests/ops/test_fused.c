@@ -248,8 +248,8 @@ static void swiglu_case(orin_dtype dt, int64_t n, int64_t in, int64_t f, bool st
 /* ---- the norm in front of matmul.qkv and matmul.swiglu (orin_norm_in) ---- */
 
 /* Outputs of the fused call with the norm and of the same op without it over
- * add_rmsnorm's rows: equal bit for bit (one row of whole vectors: the GEMV
- * normalises it itself; else the op runs add_rmsnorm apart first). */
+ * add_rmsnorm's rows: equal bit for bit (the float products run the norm
+ * apart first, into their workspace; test_quant.c has the GEMV that folds it). */
 static void check_bitwise(const char *what, const char *name, ops_buf *got, ops_buf *want)
 {
     ops_buf_fetch(got);
@@ -575,8 +575,8 @@ int main(int argc, char **argv)
         swiglu_case(dt, 300, 128, 1000, true);
         swiglu_case(dt, 5, 67, 129, true);
         swiglu_case(dt, 1, 256, 384, true);
-        /* the norm in front: folded into the GEMV (Qwen3-8B's and Qwen2.5-7B's
-         * widths, a narrow one), and run apart (rows > 1, a width of odd bytes) */
+        /* the norm in front (Qwen3-8B's and Qwen2.5-7B's widths, a narrow one,
+         * rows > 1, a width of odd bytes) */
         qkv_norm_case(dt, 1, 4096, (int64_t[]){4096, 1024, 1024}, true);
         qkv_norm_case(dt, 1, 3584, (int64_t[]){3584, 512, 512}, false);
         qkv_norm_case(dt, 1, 256, (int64_t[]){256, 64, 64}, true);
