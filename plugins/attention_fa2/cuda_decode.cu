@@ -66,8 +66,7 @@
 // while the last block's combine serialises behind the slowest split and its
 // counter fence. fused remains for comparison.
 //
-// ORIN_FA2_DECODE_CONFIG: words joined by '+': "noprefetch" (the cluster
-// kernel without fa2d_prefetch_l2), "auto", "cluster",
+// ORIN_FA2_DECODE_CONFIG: words joined by '+': "auto", "cluster",
 // "cluster=8|12|14|16", "two-kernel" or "fused"; "mma" or "simt"; "cpasync" or
 // "cpasync=2|3|4|6" (the mma split kernel through shared memory, with the
 // default or that many K/V tiles in flight a warp; "cpasync=0": through
@@ -121,7 +120,6 @@ struct fa2d_params {
     float *partial_o;            // [splits, H, hd]
     float *partial_lse;          // [splits, H]
     int slab;                    // fused: the counter slab; -1: two-kernel
-    bool prefetch;               // the cluster kernel's L2 prefetch (fa2d_prefetch_l2)
 };
 
 // ---- small device helpers ----
@@ -191,35 +189,6 @@ __device__ __forceinline__ uint4 fa2d_ld16(const void *p, bool ok)
                      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                      : "l"(p));
     return v;
-}
-
-// Positions a block's piece may have for fa2d_prefetch_l2 to run: K and V of
-// 256 positions at hd 128 in f16 are 128 KB. Longer pieces (long contexts,
-// bound by bandwidth rather than their first round trip) prefetch nothing.
-#define FA2D_PREFETCH_MAX 256
-
-// Before the PDL wait: the 128-byte lines of this block's K and V rows
-// [begin, end) of kv head kvh into L2, so that the loads after the wait find
-// L2 instead of DRAM and the DRAM round trip overlaps the kernels before
-// (rope_kv_write writing row p). Safe whatever those write: a prefetch only
-// fills L2, where every write lands too (never L1), so no load can see a stale
-// line. The range comes from a position read before the wait: in a graph
-// whose position a kernel writes it may be stale, and the lines merely
-// useless (fa2d_cut keeps it inside the cache).
-template <typename T, int HD>
-__device__ __forceinline__ void fa2d_prefetch_l2(const fa2d_params &P, int kvh, int64_t begin,
-                                                 int64_t end)
-{
-    constexpr int LINES = HD * (int)sizeof(T) >= 128 ? HD * (int)sizeof(T) / 128 : 1;
-    const int64_t n = (end - begin) * LINES;
-    if (!P.prefetch || n <= 0 || end - begin > FA2D_PREFETCH_MAX)
-        return;
-    for (int64_t i = threadIdx.x; i < 2 * n; i += blockDim.x) {
-        const int64_t j = i < n ? i : i - n;
-        const T *row = (const T *)(i < n ? P.cache.k : P.cache.v) +
-                       orin_kv_offset(&P.cache, begin + j / LINES, kvh);
-        asm volatile("prefetch.global.L2 [%0];" ::"l"((const char *)row + 128 * (j % LINES)));
-    }
 }
 
 // ---- shared memory ----
@@ -519,6 +488,17 @@ template <int HD> struct fa2d_mma_state {
     float m0, m1, l0, l1;
 };
 
+// A warp's state before its first step: m = -inf, l = 0, O = 0 (what an empty
+// share leaves).
+template <int HD> __device__ __forceinline__ void fa2d_mma_state_clear(fa2d_mma_state<HD> &st)
+{
+#pragma unroll
+    for (int i = 0; i < HD / 16; i++)
+        st.o[i][0] = st.o[i][1] = st.o[i][2] = st.o[i][3] = 0.0f;
+    st.m0 = st.m1 = -INFINITY;
+    st.l0 = st.l1 = 0.0f;
+}
+
 // The math of one warp step of 16 positions, shared by the mma kernels (the
 // register-load and cp.async split kernels, the cluster kernel). Lane (g, t)
 // holds K rows g and g + 8, 16-byte chunks 4j + t (ka, kb); V rows 2t, 2t + 1,
@@ -668,14 +648,10 @@ __device__ __forceinline__ void fa2d_mma_warp_range(const fa2d_params &P, int kv
                                                     int rows, int64_t begin, int64_t end,
                                                     fa2d_mma_state<HD> &st)
 {
-    constexpr int KJ = HD / 32, MT = HD / 16;
+    constexpr int KJ = HD / 32;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-    for (int i = 0; i < MT; i++)
-        st.o[i][0] = st.o[i][1] = st.o[i][2] = st.o[i][3] = 0.0f;
-    st.m0 = st.m1 = -INFINITY;
-    st.l0 = st.l1 = 0.0f;
+    fa2d_mma_state_clear(st);
     int64_t base = begin + 16 * warp;
     if (base < end) { // warp-uniform
         uint4 qf[KJ];
@@ -923,15 +899,11 @@ __device__ __forceinline__ void fa2d_cp_warp_range(const fa2d_params &P, int kvh
                                                    int rows, int64_t begin, int64_t end,
                                                    unsigned char *slots, fa2d_mma_state<HD> &st)
 {
-    constexpr int KJ = HD / 32, MT = HD / 16;
+    constexpr int KJ = HD / 32;
     constexpr int64_t STEP = 16 * FA2D_WARPS;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-    for (int i = 0; i < MT; i++)
-        st.o[i][0] = st.o[i][1] = st.o[i][2] = st.o[i][3] = 0.0f;
-    st.m0 = st.m1 = -INFINITY;
-    st.l0 = st.l1 = 0.0f;
+    fa2d_mma_state_clear(st);
     int64_t base = begin + 16 * warp;
     if (base < end) { // warp-uniform
         const orin_kv_view cache = P.cache;
@@ -1047,6 +1019,9 @@ __global__ void __launch_bounds__(FA2D_CLUSTER_THREADS, 1) fa2d_cluster_mma(cons
     constexpr int W = FA2D_CLUSTER_WARPS, R = FA2D_MMA_ROWS;
     extern __shared__ __align__(16) unsigned char fa2d_dynamic_smem[];
     fa2d_cluster_smem<HD> &sm = *reinterpret_cast<fa2d_cluster_smem<HD> *>(fa2d_dynamic_smem);
+    orin_cu_allow_next(); // PDL, as in fa2d_split_mma
+    orin_cu_wait_prior();
+
     cg::cluster_group cluster = cg::this_cluster();
     const int warp = threadIdx.x >> 5;
     const int rank = (int)cluster.block_rank(), unit = blockIdx.y;
@@ -1055,10 +1030,6 @@ __global__ void __launch_bounds__(FA2D_CLUSTER_THREADS, 1) fa2d_cluster_mma(cons
     const int rows = min(R, P.group - chunk * R);
 
     int64_t begin, end;
-    fa2d_range(P, rank, &begin, &end); // (a guess until the wait: fa2d_prefetch_l2)
-    fa2d_prefetch_l2<T, HD>(P, kvh, begin, end);
-    orin_cu_allow_next(); // PDL, as in fa2d_split_mma
-    orin_cu_wait_prior();
     fa2d_range(P, rank, &begin, &end);
     fa2d_mma_state<HD> st;
     fa2d_mma_warp_range<T, HD, W>(P, kvh, head0, rows, begin, end, st);
@@ -1299,14 +1270,13 @@ struct fa2d_config {
     int bps; // 0: the kernel's occupancy
     int cp;  // the mma split kernel: 0 fa2d_split_mma ("cpasync=0"); else fa2d_split_cp
              // with this many tiles a warp (2, 3, 4, 6; "cpasync=N"), -1 its default
-    bool prefetch; // the cluster kernel's L2 prefetch ("noprefetch": off)
 };
 
 // ORIN_FA2_DECODE_CONFIG, read at every call (the benchmark changes it between rows).
 int fa2d_parse_config(fa2d_config *cfg)
 {
     *cfg = fa2d_config{.combine = FA2D_COMBINE_AUTO, .cluster = 0, .simt = false, .bps = 0,
-                       .cp = -1, .prefetch = true};
+                       .cp = -1};
     const char *env = getenv("ORIN_FA2_DECODE_CONFIG");
     if (!env)
         return 0;
@@ -1341,8 +1311,6 @@ int fa2d_parse_config(fa2d_config *cfg)
             cfg->simt = true;
         } else if (sscanf(word, "bps=%d%c", &n, &extra) == 1 && n >= 1 && n <= 64) {
             cfg->bps = n;
-        } else if (strcmp(word, "noprefetch") == 0) {
-            cfg->prefetch = false;
         } else if (strcmp(word, "cpasync") == 0) {
             cfg->cp = -1;
         } else if (sscanf(word, "cpasync=%d%c", &n, &extra) == 1 &&
@@ -1351,7 +1319,7 @@ int fa2d_parse_config(fa2d_config *cfg)
         } else {
             return orin_error_set("%s: ORIN_FA2_DECODE_CONFIG \"%s\": unknown \"%s\" (words "
                                   "joined by '+': auto, cluster, cluster=8|12|14|16, two-kernel, "
-                                  "fused, mma, simt, cpasync, cpasync=0|2|3|4|6, bps=1..64, noprefetch)",
+                                  "fused, mma, simt, cpasync, cpasync=0|2|3|4|6, bps=1..64)",
                                   FA2D_LABEL, env, word);
         }
         p += strcspn(p, "+");
@@ -1694,7 +1662,6 @@ extern "C" int fa2_cuda_decode(const orin_exec *ex, const orin_attention_args *a
         .partial_o = NULL,
         .partial_lse = NULL,
         .slab = -1,
-        .prefetch = cfg.prefetch,
     };
     ORIN_CU_DISPATCH(dt, FA2D_LABEL, T, return fa2d_launch<T>(ex, a, dt, &cfg, P));
     return 0;

@@ -240,21 +240,32 @@ extern "C" bool fa2_cuda_supports(const void *args, char *why, size_t why_cap)
     return false;
 }
 
-// ORIN_FA2_PREFILL_CONFIG, read once: a config index, -1 when unset, -2 when
-// it names no config.
-static int fa2_read_env_config(void)
+// A kernel choice from the environment: the index of getenv(var) in
+// names[0..count) (logged as `what`), -1 when unset or empty, -2 when it names
+// none (fa2_env_unknown says so). The pickers read each variable once.
+static int fa2_env_choice(const char *var, const char *const *names, int count, const char *what)
 {
-    const char *name = getenv("ORIN_FA2_PREFILL_CONFIG");
+    const char *name = getenv(var);
     if (!name || !*name)
         return -1;
-    for (int c = 0; c < FA2_PREFILL_CONFIGS; c++) {
-        if (strcmp(name, fa2_config_names[c]) == 0) {
-            orin_log(ORIN_LOG_INFO, "fa2 prefill: tile config %s (ORIN_FA2_PREFILL_CONFIG)",
-                     name);
+    for (int c = 0; c < count; c++) {
+        if (strcmp(name, names[c]) == 0) {
+            orin_log(ORIN_LOG_INFO, "fa2 %s %s (%s)", what, name, var);
             return c;
         }
     }
     return -2;
+}
+
+// The error of a variable that names no choice, with the names it takes.
+static int fa2_env_unknown(const char *label, const char *var, const char *const *names,
+                           int count, const char *what)
+{
+    char list[128] = "";
+    for (int c = 0; c < count; c++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", c ? ", " : "",
+                 names[c]);
+    return orin_error_set("%s: %s=%s names no %s (%s)", label, var, getenv(var), what, list);
 }
 
 // The tile configuration of a half-precision call: the environment's, or the
@@ -269,15 +280,11 @@ static int fa2_read_env_config(void)
 static int fa2_pick_config(const orin_exec *ex, int64_t n, int64_t heads, int head_dim,
                            const char *label)
 {
-    static const int env = fa2_read_env_config();
-    if (env == -2) {
-        char names[128] = "";
-        for (int c = 0; c < FA2_PREFILL_CONFIGS; c++)
-            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", c ? ", " : "",
-                     fa2_config_names[c]);
-        return orin_error_set("%s: ORIN_FA2_PREFILL_CONFIG=%s names no tile config (%s)", label,
-                              getenv("ORIN_FA2_PREFILL_CONFIG"), names);
-    }
+    static const int env = fa2_env_choice("ORIN_FA2_PREFILL_CONFIG", fa2_config_names,
+                                          FA2_PREFILL_CONFIGS, "prefill: tile config");
+    if (env == -2)
+        return fa2_env_unknown(label, "ORIN_FA2_PREFILL_CONFIG", fa2_config_names,
+                               FA2_PREFILL_CONFIGS, "tile config");
     if (env >= 0)
         return env;
     const int major = orin_cu_cc_major(ex) ? orin_cu_cc_major(ex) : 8; // unknown: Ampere's tiles
@@ -407,22 +414,6 @@ extern "C" bool fa2_cuda_full_supports(const void *args, char *why, size_t why_c
     return false;
 }
 
-// ORIN_FA2_FULL_CONFIG, read once: a fa2_full_config, -1 when unset, -2 when
-// it names none.
-static int fa2_read_env_full_config(void)
-{
-    const char *name = getenv("ORIN_FA2_FULL_CONFIG");
-    if (!name || !*name)
-        return -1;
-    for (int c = 0; c < FA2_FULL_CONFIGS; c++) {
-        if (strcmp(name, fa2_full_config_names[c]) == 0) {
-            orin_log(ORIN_LOG_INFO, "fa2 attention.full: kernel %s (ORIN_FA2_FULL_CONFIG)", name);
-            return c;
-        }
-    }
-    return -2;
-}
-
 // attention.full's kernel: the environment's, or by default on a Hopper GPU
 // of the sm_90a build at head_dim 64 and 72 with 16-byte aligned rows the
 // wgmma kernel of 3 warpgroups (cuda_prefill_wgmma.cuh,
@@ -430,15 +421,11 @@ static int fa2_read_env_full_config(void)
 // they cannot run) the mma.sync kernel.
 static int fa2_pick_full_config(const orin_exec *ex, int64_t hd, bool vec16, const char *label)
 {
-    static const int env = fa2_read_env_full_config();
-    if (env == -2) {
-        char names[128] = "";
-        for (int c = 0; c < FA2_FULL_CONFIGS; c++)
-            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", c ? ", " : "",
-                     fa2_full_config_names[c]);
-        return orin_error_set("%s: ORIN_FA2_FULL_CONFIG=%s names no kernel (%s)", label,
-                              getenv("ORIN_FA2_FULL_CONFIG"), names);
-    }
+    static const int env = fa2_env_choice("ORIN_FA2_FULL_CONFIG", fa2_full_config_names,
+                                          FA2_FULL_CONFIGS, "attention.full: kernel");
+    if (env == -2)
+        return fa2_env_unknown(label, "ORIN_FA2_FULL_CONFIG", fa2_full_config_names,
+                               FA2_FULL_CONFIGS, "kernel");
     const int config = env >= 0 ? env : FA2_FULL_WGMMA;
     if (config != FA2_FULL_MMA && !(fa2_wgmma_device_ok(ex) && (hd == 64 || hd == 72) && vec16))
         return FA2_FULL_MMA;

@@ -266,6 +266,24 @@ __device__ __forceinline__ void fa2w_mma_pv(float (&d)[NREG], uint32_t a0, uint3
     }
 #endif
 }
+
+// O += P V over a KV tile of BKV positions: P from registers (pk: BKV / 16
+// k-steps of 4 registers), V from shared memory at v_desc, whose 16-row
+// k-steps lie 16 * PITCH bytes apart (the tile's swizzled row pitch: 128 for
+// head_dim 128, 32 for the full kernel's); issued and committed, not waited for.
+template <typename T, int BKV, int PITCH, int NREG>
+__device__ __forceinline__ void fa2w_issue_pv(float (&o)[NREG], uint32_t (&pk)[BKV / 4],
+                                              uint64_t v_desc)
+{
+    fa2w_pin(o);
+    fa2w_pin(pk);
+    fa2w_fence();
+#pragma unroll
+    for (int kk = 0; kk < BKV / 16; kk++)
+        fa2w_mma_pv<T>(o, pk[4 * kk], pk[4 * kk + 1], pk[4 * kk + 2], pk[4 * kk + 3],
+                       v_desc + (uint64_t)((kk * 16 * PITCH) >> 4));
+    fa2w_commit();
+}
 #undef FA2W_PV
 
 #undef FA2W_D8
@@ -631,15 +649,7 @@ __global__ void __launch_bounds__(256, 1)
     };
     // O += P V of `tile` (issued, committed, not waited for)
     auto issue_pv = [&](uint32_t (&pk)[BKV / 4], int tile) {
-        const uint64_t v_desc = v_desc0 + stage_step(tile);
-        fa2w_pin(o);
-        fa2w_pin(pk);
-        fa2w_fence();
-#pragma unroll
-        for (int kk = 0; kk < BKV / 16; kk++)
-            fa2w_mma_pv<T>(o, pk[4 * kk], pk[4 * kk + 1], pk[4 * kk + 2], pk[4 * kk + 3],
-                           v_desc + (uint64_t)((kk * 16 * 128) >> 4));
-        fa2w_commit();
+        fa2w_issue_pv<T, BKV, 128>(o, pk, v_desc0 + stage_step(tile));
     };
 
     // the online softmax of `tile` (masked where it crosses the smallest
@@ -987,15 +997,7 @@ __global__ void __launch_bounds__(NWG * 128, 1)
         fa2w_commit();
     };
     auto issue_pv = [&](uint32_t (&pk)[BKV / 4], int tile) {
-        const uint64_t v_desc = v_desc0 + stage_step(tile);
-        fa2w_pin(o);
-        fa2w_pin(pk);
-        fa2w_fence();
-#pragma unroll
-        for (int kk = 0; kk < BKV / 16; kk++)
-            fa2w_mma_pv<T>(o, pk[4 * kk], pk[4 * kk + 1], pk[4 * kk + 2], pk[4 * kk + 3],
-                           v_desc + (uint64_t)((kk * 16 * 32) >> 4));
-        fa2w_commit();
+        fa2w_issue_pv<T, BKV, 32>(o, pk, v_desc0 + stage_step(tile));
     };
     auto softmax = [&](const float (&s)[BKV / 2], uint32_t (&pk)[BKV / 4], float (&alpha)[2],
                        int tile) {

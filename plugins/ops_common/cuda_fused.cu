@@ -270,6 +270,28 @@ extern "C" int cuda_gemv(const orin_exec *ex, const orin_matmul_args *a, orin_dt
     return run_gemv("matmul (common)", ex, seg, a->x.data, (int)a->w.shape[1], dt);
 }
 
+// ---- the float products' norm in front -----------------------------------------------
+
+// A float product's norm in front (orin_norm_in), run apart: add_rmsnorm into
+// the workspace first (cuda_norm_in_apart), *a then the call over its rows
+// without the norm (in *normed) and *ex the workspace after them. Folded into
+// the float GEMV the norm cost more than its kernel: each of the GEMV's
+// thousands of blocks paid its latency (bench/notes/decode.md).
+template <typename Args>
+static int norm_apart(const orin_exec **ex, orin_exec *rest, const Args **a, Args *normed,
+                      orin_dtype dt, const char *label)
+{
+    if (!(*a)->norm.weight.data)
+        return 0;
+    *normed = **a;
+    normed->norm = (orin_norm_in){};
+    if (cuda_norm_in_apart(*ex, &(*a)->norm, &normed->x, rest, dt, label) != 0)
+        return -1;
+    *a = normed;
+    *ex = rest;
+    return 0;
+}
+
 // ---- matmul.qkv ---------------------------------------------------------------------
 
 static int check_qkv(const char *label, const orin_exec *ex, const orin_matmul_qkv_args *a,
@@ -401,18 +423,10 @@ extern "C" int cuda_matmul_qkv(const orin_exec *ex, const orin_matmul_qkv_args *
     const char *label = "matmul.qkv (common)";
     if (check_qkv(label, ex, a, dt))
         return -1;
-    // the norm in front, apart: the float GEMV's many blocks would each pay
-    // its latency (cuda_norm_in_apart)
     orin_matmul_qkv_args normed;
     orin_exec rest;
-    if (a->norm.weight.data) {
-        normed = *a;
-        normed.norm = (orin_norm_in){};
-        if (cuda_norm_in_apart(ex, &a->norm, &normed.x, &rest, dt, label) != 0)
-            return -1;
-        a = &normed;
-        ex = &rest;
-    }
+    if (norm_apart(&ex, &rest, &a, &normed, dt, label) != 0)
+        return -1;
     if (a->x.shape[0] > 1 && qkv_stacked(a, orin_dtype_size(dt))) {
         int rc = -1;
         ORIN_CU_DISPATCH(dt, label, T, rc = qkv_prefill_stacked<T>(ex, a, dt, label));
@@ -528,17 +542,10 @@ extern "C" int cuda_matmul_swiglu(const orin_exec *ex, const orin_matmul_swiglu_
     const char *label = "matmul.swiglu (common)";
     if (check_swiglu(label, ex, a, dt))
         return -1;
-    // the norm in front, apart (as matmul.qkv's)
     orin_matmul_swiglu_args normed;
     orin_exec rest;
-    if (a->norm.weight.data) {
-        normed = *a;
-        normed.norm = (orin_norm_in){};
-        if (cuda_norm_in_apart(ex, &a->norm, &normed.x, &rest, dt, label) != 0)
-            return -1;
-        a = &normed;
-        ex = &rest;
-    }
+    if (norm_apart(&ex, &rest, &a, &normed, dt, label) != 0)
+        return -1;
     const int64_t n = a->x.shape[0], in = a->x.shape[1], f = a->w_gate.shape[0];
     if (n > 1) { // prefill: one GEMM over stacked weights, or gate into out and up
                  // into the workspace; then the SwiGLU
@@ -632,9 +639,18 @@ __global__ void __launch_bounds__(256)
 {
     constexpr int N = orin_cu_vec<T>::n;
     __shared__ float scratch[32];
+    const int units = d / N;
+    // the weight is never written by a kernel: its loads go out before the
+    // PDL wait, taking an L2 round trip off the critical path after it
+    uint4 wraw[V];
+#pragma unroll
+    for (int i = 0; i < V; i++) {
+        const int u = threadIdx.x + 256 * i;
+        if (u < units)
+            wraw[i] = *reinterpret_cast<const uint4 *>(weight + u * N);
+    }
     orin_cu_allow_next();
     orin_cu_wait_prior();
-    const int units = d / N;
     const T *xr = xin + (size_t)blockIdx.x * d;
     T *xw = xout + (size_t)blockIdx.x * d;
     const T *rr = residual ? residual + (size_t)blockIdx.x * d : nullptr;
@@ -668,11 +684,10 @@ __global__ void __launch_bounds__(256)
         const int u = threadIdx.x + 256 * i;
         if (u >= units)
             break;
-        float w[N];
-        orin_cu_load16(weight + u * N, w);
+        const T *w = reinterpret_cast<const T *>(&wraw[i]);
 #pragma unroll
         for (int e = 0; e < N; e++)
-            v[i][e] = w[e] * (v[i][e] * inv);
+            v[i][e] = orin_cu_f32(w[e]) * (v[i][e] * inv);
         orin_cu_store16(orow + u * N, v[i]);
     }
 }
@@ -788,10 +803,15 @@ __global__ void rope_kv_write_kernel(T *__restrict__ q, T *__restrict__ k, const
                                      orin_kv_view cache, rope_table table)
 {
     __shared__ float scratch[32];
-    orin_cu_allow_next();
-    orin_cu_wait_prior();
     const int slot = blockIdx.x, token = blockIdx.y, half = hd / 2, j = threadIdx.x;
     const bool live = j < half; // the last warp's spare threads add 0, write nothing
+    const bool is_q = slot < heads;
+    const T *norm = slot >= heads + kv_heads ? nullptr : is_q ? q_norm : k_norm;
+    // the norm weights are never written by a kernel: loaded before the PDL wait
+    const float n1 = norm && live ? orin_cu_f32(norm[j]) : 0.0f;
+    const float n2 = norm && live ? orin_cu_f32(norm[j + half]) : 0.0f;
+    orin_cu_allow_next();
+    orin_cu_wait_prior();
     const int32_t pos = positions[token];
     const bool in_cache = pos >= 0 && pos < cache.capacity;
     if (slot >= heads + kv_heads) { // a v head: copy into the cache
@@ -804,18 +824,16 @@ __global__ void rope_kv_write_kernel(T *__restrict__ q, T *__restrict__ k, const
         }
         return;
     }
-    const bool is_q = slot < heads;
     const int h = is_q ? slot : slot - heads;
     T *row = is_q ? q + ((size_t)token * heads + h) * hd : k + ((size_t)token * kv_heads + h) * hd;
-    const T *norm = is_q ? q_norm : k_norm;
     float x1 = live ? orin_cu_f32(row[j]) : 0.0f, x2 = live ? orin_cu_f32(row[j + half]) : 0.0f;
     if (norm) {
         float ss = orin_cu_block_sum(fmaf(x1, x1, x2 * x2), scratch);
         if (!live)
             return;
         float inv = 1.0f / sqrtf(ss / (float)hd + eps);
-        x1 = orin_cu_f32(orin_cu_from_f32<T>(orin_cu_f32(norm[j]) * (x1 * inv)));
-        x2 = orin_cu_f32(orin_cu_from_f32<T>(orin_cu_f32(norm[j + half]) * (x2 * inv)));
+        x1 = orin_cu_f32(orin_cu_from_f32<T>(n1 * (x1 * inv)));
+        x2 = orin_cu_f32(orin_cu_from_f32<T>(n2 * (x2 * inv)));
     }
     if (!live)
         return;

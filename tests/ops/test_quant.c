@@ -315,6 +315,23 @@ static orin_exec fused_exec(const orin_op_impl *impl, const void *args)
     return ex;
 }
 
+/* q, k and v of c[0]'s x as one fused call over three fresh prepared parts. */
+static orin_matmul_qkv_quant_args qkv_parts(orin_weight_format fmt, orin_dtype dt, int64_t n,
+                                            int64_t in, const int64_t outs[3], int32_t group,
+                                            bool bias, uint64_t seed, quant_case c[3])
+{
+    orin_matmul_quant_args part[3];
+    for (int i = 0; i < 3; i++)
+        c[i] = fused_part(fmt, dt, n, in, outs[i], group, bias, seed + (uint64_t)i, &part[i]);
+    orin_matmul_qkv_quant_args a = {.x = part[0].x};
+    for (int i = 0; i < 3; i++) {
+        a.w[i] = part[i].w;
+        a.bias[i] = part[i].bias;
+        a.y[i] = part[i].y;
+    }
+    return a;
+}
+
 /* q, k and v of one x: each output against its double reference. */
 static void qkv_quant_case(orin_weight_format fmt, orin_dtype dt, int64_t n, int64_t in,
                            const int64_t outs[3], int32_t group, bool bias)
@@ -324,15 +341,7 @@ static void qkv_quant_case(orin_weight_format fmt, orin_dtype dt, int64_t n, int
     if (!impl)
         return;
     quant_case c[3];
-    orin_matmul_quant_args part[3];
-    for (int i = 0; i < 3; i++)
-        c[i] = fused_part(fmt, dt, n, in, outs[i], group, bias, 40 + (uint64_t)i, &part[i]);
-    orin_matmul_qkv_quant_args a = {.x = part[0].x};
-    for (int i = 0; i < 3; i++) {
-        a.w[i] = part[i].w;
-        a.bias[i] = part[i].bias;
-        a.y[i] = part[i].y;
-    }
+    orin_matmul_qkv_quant_args a = qkv_parts(fmt, dt, n, in, outs, group, bias, 40, c);
     char what[160];
     snprintf(what, sizeof what, "%s %s x [%lld, %lld], outs %lld/%lld/%lld, group %d%s", op,
              orin_dtype_name(dt), (long long)n, (long long)in, (long long)outs[0],
@@ -425,21 +434,14 @@ static void qkv_quant_norm_case(orin_weight_format fmt, orin_dtype dt, int64_t n
     if (!impl)
         return;
     quant_case c[3];
-    orin_matmul_quant_args part[3];
-    for (int i = 0; i < 3; i++)
-        c[i] = fused_part(fmt, dt, n, in, outs[i], group, true, 80 + (uint64_t)i, &part[i]);
+    orin_matmul_qkv_quant_args a = qkv_parts(fmt, dt, n, in, outs, group, true, 80, c);
     ops_norm_fixture f;
     ops_buf y_ref[3];
-    orin_matmul_qkv_quant_args a = {.x = part[0].x}, plain;
     const int made = ops_norm_fixture_make(&f, &c[0].x, n, in, residual, 90 + (uint64_t)in);
     a.norm = f.norm;
-    for (int i = 0; i < 3; i++) {
-        a.w[i] = part[i].w;
-        a.bias[i] = part[i].bias;
-        a.y[i] = part[i].y;
+    for (int i = 0; i < 3; i++)
         y_ref[i] = ops_buf_nan(dt, (size_t)(n * outs[i]));
-    }
-    plain = a;
+    orin_matmul_qkv_quant_args plain = a;
     plain.x = f.h_t;
     plain.norm = (orin_norm_in){0};
     for (int i = 0; i < 3; i++)

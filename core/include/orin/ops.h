@@ -13,6 +13,12 @@
  * on positions[last] + 1 (the exact value when eager, the cache capacity when the
  * call is captured into a graph).
  *
+ * Weights (matmul and norm weights, biases, quantized weights and their scales)
+ * are never written by a kernel: an implementation may read them before the
+ * kernels queued ahead of it have finished (CUDA: before the programmatic
+ * dependent launch's wait), so a caller that rewrites one on the device
+ * synchronises first.
+ *
  * Shapes: n = tokens in the call, d = hidden size, H = query heads, Hkv = kv heads,
  * hd = head dim, V = vocab. Contiguous row-major unless a stride says otherwise. */
 #ifndef ORIN_OPS_H
