@@ -113,6 +113,7 @@ static double measure_copy(bench *b)
 
 int bench_open(bench *b, const char *prog, const char *plugin_dir)
 {
+    *b = (bench){0};
     if (!orin_cuda_available()) {
         fprintf(stderr, "%s: no CUDA device\n", prog);
         return 77;
@@ -123,11 +124,11 @@ int bench_open(bench *b, const char *prog, const char *plugin_dir)
     if (!b->dev || !b->reg || !b->plugins ||
         orin_plugin_load_dir(b->plugins, b->reg, plugin_dir)) {
         fprintf(stderr, "%s: %s\n", prog, orin_error());
-        return 2;
+        goto fail;
     }
     if (!b->dev->ops->mark_create || !b->dev->ops->upload) {
         fprintf(stderr, "%s: the cuda device has no marks or upload\n", prog);
-        return 2;
+        goto fail;
     }
     int l2 = 0;
     if (cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, b->dev->index) != cudaSuccess ||
@@ -138,11 +139,15 @@ int bench_open(bench *b, const char *prog, const char *plugin_dir)
     b->noise = malloc(b->noise_n * sizeof *b->noise);
     if (!b->noise) {
         fprintf(stderr, "%s: out of memory\n", prog);
-        return 2;
+        goto fail;
     }
     fill_noise(b->noise, b->noise_n, 0x5eed);
     b->copy_gbs = measure_copy(b);
     return 0;
+fail: /* one cleanup path: bench_close takes what was opened (NULL-safe) */
+    bench_close(b);
+    *b = (bench){0};
+    return 2;
 }
 
 void bench_close(bench *b)
