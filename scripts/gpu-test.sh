@@ -63,7 +63,9 @@ if [ $sanitize = 1 ]; then
   # racecheck one kernel family at a time (TOOL@NAME: only kernels whose name
   # contains NAME), the decode kernels under each way of merging the pieces.
   checks+=("ops.attention.fa2 memcheck $build/test_ops_attention fa2 --device cuda")
-  checks+=("ops.attention.fa2.prefill racecheck@fa2_prefill $build/test_ops_attention fa2 --device cuda")
+  # (ORIN_TEST_VERBOSE: each case's line first, so that a run the sanitizer
+  # stops names its case; ORIN_TEST_ONLY=TEXT then runs that case alone)
+  checks+=("ops.attention.fa2.prefill racecheck@fa2_prefill env ORIN_TEST_VERBOSE=1 $build/test_ops_attention fa2 --device cuda")
   for combine in cluster two-kernel; do
     checks+=("ops.attention.fa2.$combine racecheck@fa2d env ORIN_FA2_DECODE_CONFIG=$combine $build/test_ops_attention fa2 --device cuda")
   done

@@ -54,6 +54,19 @@ bool ops_test_quick(void)
     return v && *v && strcmp(v, "0") != 0;
 }
 
+bool ops_test_selected(const char *what)
+{
+    const char *only = getenv("ORIN_TEST_ONLY");
+    if (only && *only && !strstr(what, only))
+        return false;
+    const char *verbose = getenv("ORIN_TEST_VERBOSE");
+    if (verbose && *verbose && strcmp(verbose, "0") != 0) {
+        fprintf(stderr, "case: %s\n", what);
+        fflush(stderr);
+    }
+    return true;
+}
+
 orin_device_kind ops_target(void)
 {
     return gpu ? ORIN_DEVICE_CUDA : ORIN_DEVICE_CPU;

@@ -26,6 +26,11 @@ void ops_test_init(int argc, char **argv);
  * largest cases, for runs under compute-sanitizer (10-100x slower). */
 bool ops_test_quick(void);
 orin_device_kind ops_target(void);
+/* Whether a case runs: ORIN_TEST_ONLY unset or empty, or `what` contains it
+ * (one case alone, e.g. under a sanitizer). With ORIN_TEST_VERBOSE set, each
+ * selected case's line goes to stderr first, flushed: a run that dies in a
+ * kernel names its case. */
+bool ops_test_selected(const char *what);
 bool ops_on_gpu(void);
 /* The device pointer standing for host[0..bytes) (uploaded now), or host on the CPU. */
 void *ops_dev(void *host, size_t bytes);

@@ -263,9 +263,10 @@ static void att_case_run(const char *op, const att_case *c, orin_dtype dt, uint6
         const orin_op_impl *impl = ops_test_impl(op, providers[p], dt);
         if (!impl)
             continue;
-        char what[256];
+        char what[256], selected[300];
         att_describe(what, sizeof what, providers[p], &d);
-        if (att_declined(impl, &d, what))
+        snprintf(selected, sizeof selected, "%s %s", op, what);
+        if (!ops_test_selected(selected) || att_declined(impl, &d, what))
             continue;
         ops_buf out;
         if (att_run(impl, &d, 0, &out) == 0)
@@ -489,8 +490,8 @@ static void compare_with_mha(const gpu_case *g, uint64_t seed)
         const orin_op_impl *impl = ops_test_impl(op, providers[p], g->dt);
         char what[300], desc[256];
         att_describe(desc, sizeof desc, providers[p], &d);
-        snprintf(what, sizeof what, "%s against mha", desc);
-        if (!impl || att_declined(impl, &d, what))
+        snprintf(what, sizeof what, "%s %s against mha", op, desc);
+        if (!impl || !ops_test_selected(what) || att_declined(impl, &d, what))
             continue;
         ops_buf out;
         if (att_run(impl, &d, 0, &out) == 0)
