@@ -108,7 +108,7 @@ typedef struct qwen_buffers {
     int32_t rows;
     orin_tensor ids, pos;                 /* i32 [rows] */
     orin_tensor x, h, o;                  /* [rows, d] */
-    orin_tensor x_alt;                    /* [rows, d]: where a decode step's residual
+    orin_tensor x_alt;                    /* [1, d]: where a decode step's residual
                                              stream goes when a product's norm writes it
                                              (orin_norm_in: not over x, which it reads) */
     orin_tensor q, attn;                  /* [rows, H*hd] */
@@ -843,12 +843,14 @@ static int alloc_vl_buffers(orin_model *m, int32_t rows)
     return m->host_rope_pos ? 0 : orin_error_set("rope positions: out of memory");
 }
 
-/* One activation buffer: [rows, cols] of dt (cols 0: a vector of rows). */
+/* One activation buffer: [rows, cols] of dt (cols 0: a vector of rows);
+ * one_row: [1, cols] whatever the chunk (what only a decode step uses). */
 typedef struct buffer_spec {
     orin_tensor *t;
     orin_dtype dt;
     int64_t cols;
     const char *what;
+    bool one_row;
 } buffer_spec;
 
 enum { BUFFERS = 13 };
@@ -858,19 +860,19 @@ static void buffer_specs(const orin_model *m, qwen_buffers *b, buffer_spec out[B
     const orin_model_config *c = &m->cfg;
     const int64_t hd = c->head_dim;
     const buffer_spec table[BUFFERS] = {
-        {&b->ids, ORIN_I32, 0, "token ids"},
-        {&b->pos, ORIN_I32, 0, "positions"},
-        {&b->x, m->dtype, c->hidden_size, "activations"},
-        {&b->h, m->dtype, c->hidden_size, "activations"},
-        {&b->o, m->dtype, c->hidden_size, "activations"},
-        {&b->x_alt, m->dtype, c->hidden_size, "activations"},
-        {&b->q, m->dtype, c->num_attention_heads * hd, "activations"},
-        {&b->attn, m->dtype, c->num_attention_heads * hd, "activations"},
-        {&b->k, m->dtype, c->num_key_value_heads * hd, "activations"},
-        {&b->v, m->dtype, c->num_key_value_heads * hd, "activations"},
-        {&b->gate, m->dtype, c->intermediate_size, "activations"},
-        {&b->up, m->dtype, c->intermediate_size, "activations"},
-        {&b->logits, m->dtype, c->vocab_size, "logits"},
+        {&b->ids, ORIN_I32, 0, "token ids", false},
+        {&b->pos, ORIN_I32, 0, "positions", false},
+        {&b->x, m->dtype, c->hidden_size, "activations", false},
+        {&b->h, m->dtype, c->hidden_size, "activations", false},
+        {&b->o, m->dtype, c->hidden_size, "activations", false},
+        {&b->x_alt, m->dtype, c->hidden_size, "activations", true},
+        {&b->q, m->dtype, c->num_attention_heads * hd, "activations", false},
+        {&b->attn, m->dtype, c->num_attention_heads * hd, "activations", false},
+        {&b->k, m->dtype, c->num_key_value_heads * hd, "activations", false},
+        {&b->v, m->dtype, c->num_key_value_heads * hd, "activations", false},
+        {&b->gate, m->dtype, c->intermediate_size, "activations", false},
+        {&b->up, m->dtype, c->intermediate_size, "activations", false},
+        {&b->logits, m->dtype, c->vocab_size, "logits", false},
     };
     memcpy(out, table, sizeof table);
 }
@@ -883,7 +885,7 @@ static double buffer_bytes_planned(const orin_model *m, int32_t rows)
     buffer_specs(m, &scratch, table);
     double bytes = 0;
     for (size_t i = 0; i < BUFFERS; i++)
-        bytes += (double)rows * (table[i].cols ? table[i].cols : 1) *
+        bytes += (double)(table[i].one_row ? 1 : rows) * (table[i].cols ? table[i].cols : 1) *
                  (double)orin_dtype_size(table[i].dt);
     return bytes;
 }
@@ -895,7 +897,7 @@ static int alloc_buffers(orin_model *m, int32_t rows)
     buffer_specs(m, b, table);
     b->rows = rows;
     for (size_t i = 0; i < BUFFERS; i++) {
-        int64_t dims[2] = {rows, table[i].cols};
+        int64_t dims[2] = {table[i].one_row ? 1 : rows, table[i].cols};
         if (alloc_tensor(m, table[i].t, table[i].dt, table[i].cols ? 2 : 1, dims, table[i].what))
             return -1;
     }
