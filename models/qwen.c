@@ -1175,7 +1175,8 @@ static orin_norm_in norm_into(orin_model *m, graph_builder *b, const orin_tensor
     return norm;
 }
 
-/* q, k and v of h, or with norm (weight data set) of b->x normalised. */
+/* q, k and v of h; with a norm in front (norm.weight set: norm_into), of h
+ * plus the residual, normalised by the product itself. */
 static void add_qkv(orin_model *m, graph_builder *b, const qwen_layer *L, orin_tensor h,
                     int64_t n, orin_norm_in norm)
 {
