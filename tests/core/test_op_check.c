@@ -40,6 +40,32 @@ static void expect_error(const char *what, const orin_norm_in *norm, const char 
     CHECK(rc == 0 || strchr(orin_error(), '\n') == NULL, "%s: more than one line", what);
 }
 
+/* The bad calls: each a good norm with one thing broken. */
+static void weight_width(orin_norm_in *n) { n->weight.shape[0] = D - 1; }
+static void x_out_rows(orin_norm_in *n) { n->x_out = rows_of(out_buf, 1); }
+static void x_out_over_x(orin_norm_in *n) { n->x_out = rows_of(x_buf, 2); }
+static void x_out_over_residual(orin_norm_in *n) { n->x_out = rows_of(res_buf, 2); }
+static void residual_rows(orin_norm_in *n) { n->residual = rows_of(res_buf, 1); }
+static void residual_dtype(orin_norm_in *n) { n->residual.dtype = ORIN_F16; }
+static void eps_negative(orin_norm_in *n) { n->eps = -1.0f; }
+static void eps_nan(orin_norm_in *n) { n->eps = NAN; }
+static void x_out_missing(orin_norm_in *n) { n->x_out.data = NULL; }
+
+static const struct {
+    const char *what, *needle;
+    void (*breaks)(orin_norm_in *);
+} bad_calls[] = {
+    {"weight of the wrong width", "norm.weight", weight_width},
+    {"x_out of other rows", "norm.x_out", x_out_rows},
+    {"x_out over x", "norm.x_out", x_out_over_x},
+    {"x_out over the residual", "norm.residual", x_out_over_residual},
+    {"residual of other rows", "norm.residual", residual_rows},
+    {"residual of another dtype", "norm.residual", residual_dtype},
+    {"negative eps", "norm.eps", eps_negative},
+    {"NaN eps", "norm.eps", eps_nan},
+    {"no x_out", "norm.x_out", x_out_missing},
+};
+
 int main(void)
 {
     const orin_tensor x = rows_of(x_buf, 2);
@@ -52,34 +78,10 @@ int main(void)
     const orin_norm_in none = {0}; /* no norm: nothing to check */
     CHECK(orin_check_norm_in("matmul.qkv", &none, &x, ORIN_DEVICE_CPU, ORIN_F32) == 0,
           "no norm: %s", orin_error());
-
-    norm = good_norm();
-    const int64_t short_d = D - 1;
-    norm.weight.shape[0] = short_d;
-    expect_error("weight of the wrong width", &norm, "norm.weight");
-    norm = good_norm();
-    norm.x_out = rows_of(out_buf, 1);
-    expect_error("x_out of other rows", &norm, "norm.x_out");
-    norm = good_norm();
-    norm.x_out = rows_of(x_buf, 2);
-    expect_error("x_out over x", &norm, "norm.x_out");
-    norm = good_norm();
-    norm.x_out = rows_of(res_buf, 2);
-    expect_error("x_out over the residual", &norm, "norm.residual");
-    norm = good_norm();
-    norm.residual = rows_of(res_buf, 1);
-    expect_error("residual of other rows", &norm, "norm.residual");
-    norm = good_norm();
-    norm.residual.dtype = ORIN_F16;
-    expect_error("residual of another dtype", &norm, "norm.residual");
-    norm = good_norm();
-    norm.eps = -1.0f;
-    expect_error("negative eps", &norm, "norm.eps");
-    norm = good_norm();
-    norm.eps = NAN;
-    expect_error("NaN eps", &norm, "norm.eps");
-    norm = good_norm();
-    norm.x_out.data = NULL;
-    expect_error("no x_out", &norm, "norm.x_out");
+    for (size_t i = 0; i < sizeof bad_calls / sizeof bad_calls[0]; i++) {
+        norm = good_norm();
+        bad_calls[i].breaks(&norm);
+        expect_error(bad_calls[i].what, &norm, bad_calls[i].needle);
+    }
     return test_finish();
 }
