@@ -1284,13 +1284,14 @@ static void add_attention_block(orin_model *m, graph_builder *b, int32_t l, int6
     orin_tensor h = rows2(&bf->h, 0, n), o = rows2(&bf->o, 0, n);
     orin_tensor pos = rows1(&bf->pos, n);
 
+    orin_norm_in norm = {0}; /* folded: the product reads the stream, normalises it */
     if (b->fold_norms) {
-        const orin_tensor x = b->x;
-        add_qkv(m, b, L, x, n, norm_into(m, b, pending, &L->attn_norm, n));
+        h = b->x;
+        norm = norm_into(m, b, pending, &L->attn_norm, n);
     } else {
         add_residual_norm(m, b, b->x, pending, &L->attn_norm, h, "input_layernorm");
-        add_qkv(m, b, L, h, n, (orin_norm_in){0});
     }
+    add_qkv(m, b, L, h, n, norm);
 
     const int64_t qh[3] = {n, H, hd}, kh[3] = {n, Hkv, hd};
     orin_tensor q = rows_view(&bf->q, 0, 3, qh), k = rows_view(&bf->k, 0, 3, kh);

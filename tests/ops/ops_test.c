@@ -132,6 +132,22 @@ void ops_fetch(void *host, size_t bytes)
     exit(1);
 }
 
+ops_buf ops_buf_copy(const ops_buf *b)
+{
+    ops_buf c = ops_buf_nan(b->dt, b->n);
+    memcpy(c.data, b->data, b->n * orin_dtype_size(b->dt));
+    ops_buf_read(&c);
+    return c;
+}
+
+void ops_check_bitwise(const char *what, ops_buf *got, ops_buf *want)
+{
+    ops_buf_fetch(got);
+    ops_buf_fetch(want);
+    CHECK(memcmp(got->data, want->data, got->n * orin_dtype_size(got->dt)) == 0,
+          "%s: differs bit for bit from the reference run", what);
+}
+
 void ops_buf_fetch(ops_buf *b)
 {
     ops_fetch(b->data, b->n * orin_dtype_size(b->dt));
@@ -368,14 +384,6 @@ void ops_expect_error(const char *what, const orin_op_impl *impl, const orin_exe
 
 /* ---- a fused product's norm in front ---- */
 
-static ops_buf buf_copy(const ops_buf *b)
-{
-    ops_buf c = ops_buf_nan(b->dt, b->n);
-    memcpy(c.data, b->data, b->n * orin_dtype_size(b->dt));
-    ops_buf_read(&c);
-    return c;
-}
-
 int ops_norm_fixture_make(ops_norm_fixture *f, const ops_buf *x, int64_t n, int64_t d,
                           bool residual, uint64_t seed)
 {
@@ -383,8 +391,8 @@ int ops_norm_fixture_make(ops_norm_fixture *f, const ops_buf *x, int64_t n, int6
     ops_rng rng = {.state = seed};
     const int64_t dims[2] = {n, d};
     *f = (ops_norm_fixture){0};
-    f->x_before = buf_copy(x);
-    f->x_ref = buf_copy(x);
+    f->x_before = ops_buf_copy(x);
+    f->x_ref = ops_buf_copy(x);
     f->residual = ops_buf_random(&rng, dt, residual ? (size_t)(n * d) : 1, -1, 1);
     f->weight = ops_buf_random(&rng, dt, (size_t)d, -2, 2);
     f->x_out = ops_buf_nan(dt, (size_t)(n * d));

@@ -75,6 +75,8 @@ typedef struct ops_buf {
 ops_buf ops_buf_random(ops_rng *r, orin_dtype dt, size_t n, double lo, double hi);
 /* Every element NaN (poison for outputs). */
 ops_buf ops_buf_nan(orin_dtype dt, size_t n);
+/* A new buffer holding b's values. */
+ops_buf ops_buf_copy(const ops_buf *b);
 /* Refreshes b->value from b->data (after an op wrote it). */
 void ops_buf_read(ops_buf *b);
 void ops_buf_free(ops_buf *b);
@@ -91,6 +93,9 @@ orin_tensor ops_tensor(void *data, orin_dtype dt, int ndim, const int64_t *dims)
  * Returns the largest error / (tol * scale + atol) seen. */
 double ops_check_close(const char *what, const ops_buf *got, const double *ref,
                        const double *scale, double tol, double atol);
+
+/* got and want fetched from the target and equal bit for bit (one CHECK). */
+void ops_check_bitwise(const char *what, ops_buf *got, ops_buf *want);
 
 /* The tolerance of a dtype: 1e-5 for f32, 1e-2 for f16 and bf16; and the absolute
  * floor (f16 subnormals). */

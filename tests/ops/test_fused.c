@@ -59,20 +59,12 @@ static void check_same(const char *what, ops_buf *got, const ops_buf *want, doub
     free(scale);
 }
 
-static ops_buf copy_buf(const ops_buf *b)
-{
-    ops_buf c = ops_buf_nan(b->dt, b->n);
-    memcpy(c.data, b->data, b->n * orin_dtype_size(b->dt));
-    ops_buf_read(&c);
-    return c;
-}
-
 /* ---- add_rmsnorm ---- */
 
 static void add_rmsnorm_case(orin_dtype dt, int64_t rows, int64_t d, bool residual)
 {
     ops_rng rng = {.state = 10 + (uint64_t)(rows * d)};
-    ops_buf x1 = ops_buf_random(&rng, dt, rows * d, -3, 3), x2 = copy_buf(&x1);
+    ops_buf x1 = ops_buf_random(&rng, dt, rows * d, -3, 3), x2 = ops_buf_copy(&x1);
     ops_buf r = ops_buf_random(&rng, dt, rows * d, -3, 3);
     ops_buf w = ops_buf_random(&rng, dt, d, -2, 2);
     ops_buf out1 = ops_buf_nan(dt, rows * d), out2 = ops_buf_nan(dt, rows * d);
@@ -250,14 +242,6 @@ static void swiglu_case(orin_dtype dt, int64_t n, int64_t in, int64_t f, bool st
 /* Outputs of the fused call with the norm and of the same op without it over
  * add_rmsnorm's rows: equal bit for bit (the float products run the norm
  * apart first, into their workspace; test_quant.c has the GEMV that folds it). */
-static void check_bitwise(const char *what, const char *name, ops_buf *got, ops_buf *want)
-{
-    ops_buf_fetch(got);
-    ops_buf_fetch(want);
-    CHECK(memcmp(got->data, want->data, got->n * orin_dtype_size(got->dt)) == 0,
-          "%s: %s differs from the unfused norm's", what, name);
-}
-
 static void qkv_norm_case(orin_dtype dt, int64_t n, int64_t in, const int64_t outs[3],
                           bool residual)
 {
@@ -288,8 +272,11 @@ static void qkv_norm_case(orin_dtype dt, int64_t n, int64_t in, const int64_t ou
     const orin_op_impl *impl = impl_of(ORIN_OP_MATMUL_QKV, dt);
     if (run(impl, &fused) == 0 && run(impl, &plain) == 0) {
         ops_norm_fixture_check(&f, &x, what);
-        for (int i = 0; i < 3; i++)
-            check_bitwise(what, i == 0 ? "y[0]" : i == 1 ? "y[1]" : "y[2]", &y[i], &y_ref[i]);
+        for (int i = 0; i < 3; i++) {
+            char part[200];
+            snprintf(part, sizeof part, "%s: y[%d]", what, i);
+            ops_check_bitwise(part, &y[i], &y_ref[i]);
+        }
     }
     ops_release();
     ops_norm_fixture_free(&f);
@@ -331,7 +318,7 @@ static void swiglu_norm_case(orin_dtype dt, int64_t n, int64_t in, int64_t f_out
     const orin_op_impl *impl = impl_of(ORIN_OP_MATMUL_SWIGLU, dt);
     if (run(impl, &fused) == 0 && run(impl, &plain) == 0) {
         ops_norm_fixture_check(&f, &x, what);
-        check_bitwise(what, "out", &out, &ref);
+        ops_check_bitwise(what, &out, &ref);
     }
     ops_release();
     ops_norm_fixture_free(&f);
@@ -391,7 +378,7 @@ static void matmul_add_case(orin_dtype dt, int64_t n, int64_t in, int64_t out, b
     ops_buf x = ops_buf_random(&rng, dt, n * in, -1, 1);
     ops_buf w = ops_buf_random(&rng, dt, out * in, -0.5, 0.5);
     ops_buf b = ops_buf_random(&rng, dt, out + bias_offset, -1, 1);
-    ops_buf r = ops_buf_random(&rng, dt, n * out, -4, 4), r_seq = copy_buf(&r);
+    ops_buf r = ops_buf_random(&rng, dt, n * out, -4, 4), r_seq = ops_buf_copy(&r);
     ops_buf tmp = ops_buf_nan(dt, n * out);
     const int64_t xd[2] = {n, in}, wd[2] = {out, in}, yd[2] = {n, out};
     const orin_tensor bt =
@@ -433,12 +420,12 @@ static void rope_cache_case(orin_dtype dt, int64_t n, int64_t heads, int64_t kv_
     enum { SPARE = 5 };
     ops_rng rng = {.state = 40 + (uint64_t)(n * hd + heads)};
     const int64_t cap = pos0 + n + SPARE, row = kv_heads * hd;
-    ops_buf q1 = ops_buf_random(&rng, dt, n * heads * hd, -2, 2), q2 = copy_buf(&q1);
-    ops_buf k1 = ops_buf_random(&rng, dt, n * row, -2, 2), k2 = copy_buf(&k1);
+    ops_buf q1 = ops_buf_random(&rng, dt, n * heads * hd, -2, 2), q2 = ops_buf_copy(&q1);
+    ops_buf k1 = ops_buf_random(&rng, dt, n * row, -2, 2), k2 = ops_buf_copy(&k1);
     ops_buf v = ops_buf_random(&rng, dt, n * row, -2, 2);
     ops_buf qn = ops_buf_random(&rng, dt, hd, -2, 2), kn = ops_buf_random(&rng, dt, hd, -2, 2);
     ops_buf ck1 = ops_buf_random(&rng, dt, cap * row, 5, 6), cv1 = ops_buf_random(&rng, dt, cap * row, 5, 6);
-    ops_buf ck2 = copy_buf(&ck1), cv2 = copy_buf(&cv1);
+    ops_buf ck2 = ops_buf_copy(&ck1), cv2 = ops_buf_copy(&cv1);
     int32_t *pos = malloc(n * sizeof *pos), *rpos = malloc(n * sizeof *rpos);
     for (int64_t i = 0; i < n; i++) { /* distinct, unordered positions (n prime to 7) */
         pos[i] = pos0 + (int32_t)((i * 7) % n);

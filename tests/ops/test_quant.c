@@ -415,15 +415,6 @@ static void swiglu_quant_case(orin_weight_format fmt, orin_dtype dt, int64_t n, 
 
 /* ---- the norm in front (orin_norm_in) ---- */
 
-/* got equals want bit for bit (fetched both). */
-static void check_bitwise(const char *what, ops_buf *got, ops_buf *want)
-{
-    ops_buf_fetch(got);
-    ops_buf_fetch(want);
-    CHECK(memcmp(got->data, want->data, got->n * orin_dtype_size(got->dt)) == 0,
-          "%s differs from the op over the unfused norm's rows", what);
-}
-
 /* The fused call with the norm in front against the same op over add_rmsnorm's
  * rows: q, k, v (or the SwiGLU) bit for bit, the sum in x_out too. */
 static void qkv_quant_norm_case(orin_weight_format fmt, orin_dtype dt, int64_t n, int64_t in,
@@ -459,7 +450,7 @@ static void qkv_quant_norm_case(orin_weight_format fmt, orin_dtype dt, int64_t n
         for (int i = 0; i < 3; i++) {
             char part_what[240];
             snprintf(part_what, sizeof part_what, "%s: y[%d]", what, i);
-            check_bitwise(part_what, &c[i].y, &y_ref[i]);
+            ops_check_bitwise(part_what, &c[i].y, &y_ref[i]);
         }
     }
     for (int i = 0; i < 3; i++)
@@ -498,7 +489,7 @@ static void swiglu_quant_norm_case(orin_weight_format fmt, orin_dtype dt, int64_
     CHECK(rc == 0, "%s: %s", what, orin_error());
     if (rc == 0) {
         ops_norm_fixture_check(&f, &cg.x, what);
-        check_bitwise(what, &out, &ref);
+        ops_check_bitwise(what, &out, &ref);
     }
     ops_buf_free(&out);
     ops_buf_free(&ref);

@@ -97,14 +97,12 @@ static const char *label_kind(const char *label)
 }
 
 /* A measuring aid, never for results: ORIN_BENCH_SKIP="attention,rope_kv_write"
- * leaves the nodes of those kinds out of every run (and so out of a captured
- * decode graph), so that a benchmark prices each kind of op inside the replayed
- * step by difference (bench/decode_breakdown.sh). The outputs are then wrong. */
-static bool skipped_for_bench(const orin_node *node)
+ * leaves the nodes of those kinds out of orin_graph_run (and so out of a
+ * captured decode graph), so that a benchmark prices each kind of op inside the
+ * replayed step by difference (bench/decode_breakdown.sh). The outputs are then
+ * wrong. `list` is the variable's value, read once a run. */
+static bool skipped_for_bench(const orin_node *node, const char *list)
 {
-    const char *list = getenv("ORIN_BENCH_SKIP");
-    if (!list || !*list)
-        return false;
     const char *kind = label_kind(node->label);
     size_t len = strlen(kind);
     for (const char *p = list; *p;) {
@@ -118,9 +116,10 @@ static bool skipped_for_bench(const orin_node *node)
 
 int orin_graph_run(const orin_graph *g, const orin_exec *ex)
 {
+    const char *skip = getenv("ORIN_BENCH_SKIP");
     for (size_t i = 0; i < g->count; i++) {
         const orin_node *node = &g->nodes[i];
-        if (skipped_for_bench(node))
+        if (skip && *skip && skipped_for_bench(node, skip))
             continue;
         if (node->impl->run(ex, node->args) != 0)
             return orin_error_prefix("%s %s (%s): ", node->label, node->impl->op,
