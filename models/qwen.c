@@ -1145,17 +1145,20 @@ static void add_residual_norm(orin_model *m, graph_builder *b, orin_tensor x,
 }
 
 /* Whether a decode step hands layer L's two norms to the products after them
- * (orin_norm_in): where both are quantized fused ops (matmul.qkv.* and
- * matmul.swiglu.*), whose GEMV on tiles normalises the row in each of its few
- * hundred blocks (Qwen3-8B AWQ: 2.325 -> 2.246 ms a step). The float GEMV's
- * thousands of blocks would each pay the norm's latency (4.11 -> 5.05 ms):
- * the float products keep their own add_rmsnorm (bench/notes/decode.md). */
+ * (orin_norm_in): where both are fused ops (matmul.qkv and matmul.swiglu, or
+ * their quantized forms). The GEMV on tiles normalises the row in each of its
+ * few hundred blocks (Qwen3-8B AWQ: 2.325 -> 2.246 ms a step); the float ones
+ * in the resident GEMV, once a block (cuda_fused.cu), or apart where that
+ * does not fit (f32, rows wider than 4,096). */
 static bool layer_folds_norms(const orin_model *m, const qwen_layer *L)
 {
     const orin_weight_format f = L->q.fmt, g = L->gate.fmt;
-    return f != ORIN_WEIGHT_FLOAT && g != ORIN_WEIGHT_FLOAT && L->k.fmt == f &&
-           L->v.fmt == f && L->up.fmt == g && m->op.matmul_qkv_quant[f] &&
-           m->op.matmul_swiglu_quant[g];
+    const bool qkv = L->k.fmt == f && L->v.fmt == f &&
+                     (f == ORIN_WEIGHT_FLOAT ? m->op.matmul_qkv != NULL
+                                             : m->op.matmul_qkv_quant[f] != NULL);
+    const bool mlp = L->up.fmt == g && (g == ORIN_WEIGHT_FLOAT ? m->op.matmul_swiglu != NULL
+                                                               : m->op.matmul_swiglu_quant[g] != NULL);
+    return qkv && mlp;
 }
 
 /* The residual add + norm before a product, folded into it (b->fold_norms):

@@ -270,6 +270,201 @@ extern "C" int cuda_gemv(const orin_exec *ex, const orin_matmul_args *a, orin_dt
     return run_gemv("matmul (common)", ex, seg, a->x.data, (int)a->w.shape[1], dt);
 }
 
+// ---- the resident GEMV: the float products with the norm folded in -------------------
+//
+// The GEMV above runs a block per 8 rows, thousands of blocks in many waves:
+// a norm folded into it was paid once per block, 4.11 -> 5.05 ms a Qwen3-8B
+// step (bench/notes/decode.md). This one keeps 2 blocks an SM resident, each
+// normalising x once into shared memory (gemv_norm_row) and then looping over
+// groups of rows, the next group's weights in flight while the current one is
+// summed. matmul.qkv and matmul.swiglu take it for one row of f16/bf16 x of
+// whole aligned vectors up to 256 x 8 x 2 wide (4,096: Qwen3-8B, Qwen2.5-7B)
+// when their call carries a norm in front.
+//
+// Launch: grid min(groups, 2 x SMs), 256 threads, dynamic shared memory
+// gemv_norm_smem(in) (16 KB at 4,096 f16). A group is RES_ROWS rows (q/k/v:
+// consecutive rows across the segments; gate/up: RES_ROWS / 2 outputs, their
+// gate rows then their up rows). Thread t takes chunks t and t + 256 of every
+// row (U of them): per group U x RES_ROWS 16-byte loads, two groups in flight
+// (2 x 2 x 4 x 16 = 256 bytes a thread, 128 KB an SM). x: the thread's U
+// chunks in registers, read once from the normalised row. A group's sums meet
+// in shared memory (one barrier a group; the partials alternate between two
+// buffers so that the next group's writes wait for no one). Bound by the
+// weight bytes, and by the one norm a block (an L2 round trip and a block
+// reduction) after the PDL wait, overlapped by the first groups' loads.
+#define RES_ROWS 4
+#define RES_MAX_U 2
+
+enum gemv_res_mode { RES_SEGMENTS, RES_SWIGLU };
+
+struct gemv_res_params {
+    gemv_segments seg;   // RES_SEGMENTS
+    const void *wg, *wu; // RES_SWIGLU: [f, in] each
+    void *out;           // RES_SWIGLU: [f]
+    int f;
+    const void *x;
+    int in;
+    int groups;
+};
+
+// Row r (0..RES_ROWS-1) of group g: its weights.
+template <typename T, int MODE>
+__device__ __forceinline__ const T *res_row(const gemv_res_params &p, int g, int r)
+{
+    if (MODE == RES_SWIGLU) {
+        constexpr int H = RES_ROWS / 2;
+        const int j = min(g * H + r % H, p.f - 1); // past the end: a real row, dropped
+        return (const T *)(r < H ? p.wg : p.wu) + (size_t)j * p.in;
+    }
+    const int g_row = min(g * RES_ROWS + r, total_rows(p.seg) - 1);
+    const int s = segment_of(p.seg, g_row);
+    return (const T *)SEG_PICK(p.seg, w, s) + (size_t)(g_row - begin_of(p.seg, s)) * p.in;
+}
+
+template <typename T, int MODE, int U>
+__device__ __forceinline__ void res_load(uint4 (&buf)[U][RES_ROWS], const gemv_res_params &p,
+                                         int g, int chunks)
+{
+    constexpr int V = orin_cu_vec<T>::n;
+#pragma unroll
+    for (int r = 0; r < RES_ROWS; r++) {
+        const T *w = res_row<T, MODE>(p, g, r);
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int c = (int)threadIdx.x + u * GEMV_THREADS;
+            buf[u][r] = c < chunks ? load_weights16(w + (size_t)c * V) : make_uint4(0, 0, 0, 0);
+        }
+    }
+}
+
+// Group g's sums from buf, met over the block in part (this group's partial
+// buffer), written by threads 0..RES_ROWS-1.
+template <typename T, int MODE, int U>
+__device__ __forceinline__ void res_finish(const uint4 (&buf)[U][RES_ROWS],
+                                           const float (&xr)[U][orin_cu_vec<T>::n],
+                                           const gemv_res_params &p, int g,
+                                           float (&part)[GEMV_THREADS / 32][RES_ROWS])
+{
+    float acc[RES_ROWS];
+#pragma unroll
+    for (int r = 0; r < RES_ROWS; r++) {
+        acc[r] = 0.0f;
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            acc[r] += dot16<T>(buf[u][r], xr[u]);
+    }
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int r = 0; r < RES_ROWS; r++) {
+        const float v = orin_cu_warp_sum(acc[r]);
+        if (lane == 0)
+            part[warp][r] = v;
+    }
+    __syncthreads();
+    if (threadIdx.x >= RES_ROWS)
+        return;
+    float sum = 0.0f;
+    for (int w = 0; w < GEMV_THREADS / 32; w++)
+        sum += part[w][threadIdx.x];
+    if (MODE == RES_SWIGLU) {
+        constexpr int H = RES_ROWS / 2;
+        // thread r < H has gate row r's sum; its up row's is thread r + H's
+        const float up = __shfl_down_sync(0x0000000Fu, sum, H);
+        const int j = g * H + (int)threadIdx.x;
+        if ((int)threadIdx.x < H && j < p.f) {
+            const float gate = orin_cu_f32(orin_cu_from_f32<T>(sum)); // rounded as stored
+            const float u = orin_cu_f32(orin_cu_from_f32<T>(up));
+            ((T *)p.out)[j] = orin_cu_from_f32<T>(gate / (1.0f + expf(-gate)) * u);
+        }
+        return;
+    }
+    const int g_row = g * RES_ROWS + (int)threadIdx.x;
+    if (g_row < total_rows(p.seg)) {
+        const int s = segment_of(p.seg, g_row), local = g_row - begin_of(p.seg, s);
+        const T *bias = (const T *)SEG_PICK(p.seg, bias, s);
+        if (bias)
+            sum += orin_cu_f32(bias[local]);
+        ((T *)SEG_PICK(p.seg, y, s))[local] = orin_cu_from_f32<T>(sum);
+    }
+}
+
+template <typename T, int MODE, int U>
+__global__ void __launch_bounds__(GEMV_THREADS, 2)
+    gemv_resident_kernel(const gemv_res_params p, const gemv_norm<T> norm)
+{
+    constexpr int V = orin_cu_vec<T>::n;
+    extern __shared__ uint4 res_smem[];
+    __shared__ float scratch[32];
+    __shared__ float part[2][GEMV_THREADS / 32][RES_ROWS];
+    const int chunks = p.in / V;
+    uint4 a[U][RES_ROWS], b[U][RES_ROWS];
+    int g = blockIdx.x;
+    res_load<T, MODE, U>(a, p, g, chunks); // the weights: before the PDL wait
+    gemv_prologue();
+    T *hs = reinterpret_cast<T *>(res_smem);
+    gemv_norm_row<T>(norm, (const T *)p.x, p.in, hs, hs + p.in, scratch);
+    float xr[U][V];
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        const int c = (int)threadIdx.x + u * GEMV_THREADS;
+        if (c < chunks)
+            orin_cu_load16(hs + (size_t)c * V, xr[u]);
+        else
+#pragma unroll
+            for (int e = 0; e < V; e++)
+                xr[u][e] = 0.0f;
+    }
+    // groups in pairs: a's while b's load, then b's while a's load (no moves)
+    for (;;) {
+        const int g2 = g + (int)gridDim.x;
+        if (g2 < p.groups)
+            res_load<T, MODE, U>(b, p, g2, chunks);
+        res_finish<T, MODE, U>(a, xr, p, g, part[0]);
+        if (g2 >= p.groups)
+            break;
+        const int g3 = g2 + (int)gridDim.x;
+        if (g3 < p.groups)
+            res_load<T, MODE, U>(a, p, g3, chunks);
+        res_finish<T, MODE, U>(b, xr, p, g2, part[1]);
+        if (g3 >= p.groups)
+            break;
+        g = g3;
+    }
+}
+
+// Whether the resident GEMV takes a product of `in`-wide rows with this norm in
+// front: one row of f16/bf16 x (at most RES_MAX_U chunks a thread), the norm
+// foldable (cuda_norm_in_folds: aligned whole vectors), the weights' rows
+// aligned too.
+static bool resident_fits(const orin_norm_in *norm, const orin_tensor *x, const void *const *w,
+                          int count, orin_dtype dt)
+{
+    if ((dt != ORIN_F16 && dt != ORIN_BF16) || !cuda_norm_in_folds(norm, x))
+        return false;
+    const int64_t in = x->shape[x->ndim - 1];
+    if (in > (int64_t)GEMV_THREADS * 8 * RES_MAX_U)
+        return false;
+    return gemv_vectorizable(w, count, x->data, (int)in, dt);
+}
+
+template <typename T, int MODE>
+static void launch_resident(const orin_exec *ex, gemv_res_params p, int rows,
+                            const orin_norm_in *norm)
+{
+    constexpr int V = orin_cu_vec<T>::n;
+    p.groups = (rows + RES_ROWS - 1) / RES_ROWS;
+    const int blocks = min(p.groups, 2 * orin_cu_sm_count(ex));
+    const gemv_norm<T> np = {(const T *)norm->residual.data, (const T *)norm->weight.data,
+                             (T *)norm->x_out.data, norm->eps};
+    const size_t smem = gemv_norm_smem(p.in, sizeof(T));
+    if (p.in / V > GEMV_THREADS)
+        orin_cu_launch(ex, true, gemv_resident_kernel<T, MODE, 2>, dim3(blocks),
+                       dim3(GEMV_THREADS), smem, p, np);
+    else
+        orin_cu_launch(ex, true, gemv_resident_kernel<T, MODE, 1>, dim3(blocks),
+                       dim3(GEMV_THREADS), smem, p, np);
+}
+
 // ---- the float products' norm in front -----------------------------------------------
 
 // A float product's norm in front (orin_norm_in), run apart: add_rmsnorm into
@@ -423,6 +618,23 @@ extern "C" int cuda_matmul_qkv(const orin_exec *ex, const orin_matmul_qkv_args *
     const char *label = "matmul.qkv (common)";
     if (check_qkv(label, ex, a, dt))
         return -1;
+    const void *w3[3] = {a->w[0].data, a->w[1].data, a->w[2].data};
+    if (a->norm.weight.data && resident_fits(&a->norm, &a->x, w3, 3, dt)) {
+        gemv_res_params p = {};
+        p.seg.count = 3;
+        for (int i = 0; i < 3; i++) {
+            p.seg.w[i] = a->w[i].data;
+            p.seg.bias[i] = a->bias[i].data;
+            p.seg.y[i] = a->y[i].data;
+            p.seg.begin[i + 1] = p.seg.begin[i] + (int)a->w[i].shape[0];
+        }
+        p.x = a->x.data;
+        p.in = (int)a->x.shape[1];
+        ORIN_CU_DISPATCH(dt, label, T,
+                         launch_resident<T, RES_SEGMENTS>(ex, p, p.seg.begin[3], &a->norm));
+        return orin_cu_launched(label, dt, "resident gemv, norm in front: x [1, %d], %d rows",
+                                p.in, p.seg.begin[3]);
+    }
     orin_matmul_qkv_args normed;
     orin_exec rest;
     if (norm_apart(&ex, &rest, &a, &normed, dt, label) != 0)
@@ -542,6 +754,21 @@ extern "C" int cuda_matmul_swiglu(const orin_exec *ex, const orin_matmul_swiglu_
     const char *label = "matmul.swiglu (common)";
     if (check_swiglu(label, ex, a, dt))
         return -1;
+    const void *w2[2] = {a->w_gate.data, a->w_up.data};
+    if (a->norm.weight.data && resident_fits(&a->norm, &a->x, w2, 2, dt)) {
+        gemv_res_params p = {};
+        p.wg = a->w_gate.data;
+        p.wu = a->w_up.data;
+        p.out = a->out.data;
+        p.f = (int)a->w_gate.shape[0];
+        p.x = a->x.data;
+        p.in = (int)a->x.shape[1];
+        // RES_ROWS / 2 outputs a group
+        ORIN_CU_DISPATCH(dt, label, T,
+                         launch_resident<T, RES_SWIGLU>(ex, p, 2 * p.f, &a->norm));
+        return orin_cu_launched(label, dt, "resident gemv, norm in front: x [1, %d], f %d",
+                                p.in, p.f);
+    }
     orin_matmul_swiglu_args normed;
     orin_exec rest;
     if (norm_apart(&ex, &rest, &a, &normed, dt, label) != 0)
