@@ -124,6 +124,14 @@ int orin_model_prefill_on_device(orin_model *m, const int32_t *ids, int32_t n, i
  * the prompt and the tokens generated so far. The id, or -1 with the error. */
 int32_t orin_model_sample(orin_model *m, orin_sampler *s, const int32_t *history, int32_t n);
 
+/* orin_model_decode(m, id, pos, NULL), then orin_model_sample(m, s, history,
+ * n) (history holding id at pos): the next token. Where s is greedy without
+ * penalties and the device has matmul.argmax, the step ends in that op (the
+ * final norm, lm_head and the greedy pick, no logits written), and only the id
+ * comes back. The id, or -1 with the error. */
+int32_t orin_model_decode_sample(orin_model *m, orin_sampler *s, int32_t id, int32_t pos,
+                                 const int32_t *history, int32_t n);
+
 /* Times every op of the decode steps that follow into p (NULL: stop): the
  * steps then run eagerly, op by op (orin_graph_run_profiled), for --profile. */
 void orin_model_set_profile(orin_model *m, orin_profile *p);

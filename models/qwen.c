@@ -68,12 +68,24 @@ typedef struct qwen_ops {
      * device and dtype or runtime.fused_ops is off: the graph then runs the
      * sequence each one stands for. */
     const orin_op_impl *add_rmsnorm, *matmul_qkv, *matmul_swiglu, *rope_kv_write;
+    const orin_op_impl *matmul_argmax;    /* final norm + lm_head + greedy pick */
     const orin_op_impl *sample;           /* sample.candidates, off the host only */
     /* By orin_weight_format: the quantized matmuls, bound where a layer is in
      * their format, and their fused q/k/v and gate/up+SwiGLU (optional, from
      * the provider of the matmul, whose prepare laid the weights out). */
     const orin_op_impl *matmul_quant[3], *matmul_qkv_quant[3], *matmul_swiglu_quant[3];
 } qwen_ops;
+
+/* A decode step's graph, run eagerly once (ops create their handles, pick their
+ * algorithms and size the workspace then, none of which a graph may do), then
+ * captured once and replayed ever after where `replayable`. */
+typedef struct decode_step {
+    orin_model *m;                        /* for the capture's callback */
+    orin_graph *graph;
+    bool replayable;                      /* runtime.cuda_graph, the device, the ops allow it */
+    bool warm;                            /* it has run eagerly */
+    void *replay;                         /* the captured step (a CUDA graph) */
+} decode_step;
 
 /* The candidates sample.candidates may return to the host (a top_k of 20 asks
  * for 40: orin_sampler_candidates_top_k). */
@@ -141,10 +153,11 @@ struct orin_model {
                                              formats at their size) */
 
     orin_graph *prefill;                  /* rebuilt per chunk */
-    orin_graph *decode;                   /* built once, run every step */
-    bool replay_decode;                   /* runtime.cuda_graph and the device can */
-    bool decode_warm;                     /* a decode step has run eagerly */
-    void *decode_replay;                  /* the captured decode step (a CUDA graph) */
+    /* The decode step, built once and run every step: ending in the logits
+     * (for orin_model_sample), or, where matmul.argmax is bound, a second one
+     * ending in the greedy pick (orin_model_decode_greedy). */
+    decode_step decode, decode_greedy;
+    orin_tensor greedy_id;                /* device: i32 [1], decode_greedy's pick */
     orin_profile *profile;                /* --profile: decode steps run op by op, timed */
     orin_profile *prefill_profile;        /* --profile: prefill chunks' ops, timed */
 
@@ -732,6 +745,9 @@ static void bind_optional_ops(orin_model *m, const orin_model_options *opt)
         {ORIN_OP_MATMUL_SWIGLU, &m->op.matmul_swiglu, NULL, fused},
         /* one positions tensor for rope and the cache: not for M-RoPE */
         {ORIN_OP_ROPE_KV_WRITE, &m->op.rope_kv_write, &rope_probe, fused},
+        /* greedy decoding's head, over a float lm_head */
+        {ORIN_OP_MATMUL_ARGMAX, &m->op.matmul_argmax, NULL,
+         fused && m->lm_head.fmt == ORIN_WEIGHT_FLOAT},
         {ORIN_OP_SAMPLE_CANDIDATES, &m->op.sample, &sample_probe, off_host},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
@@ -916,6 +932,9 @@ static int alloc_buffers(orin_model *m, int32_t rows)
         if (!m->history_mirror || !m->sample_host)
             return orin_error_set("sampling: out of memory");
     }
+    if (m->op.matmul_argmax &&
+        alloc_tensor(m, &m->greedy_id, ORIN_I32, 1, &(int64_t){1}, "greedy pick") != 0)
+        return -1;
     if (m->dtype != ORIN_F32) {
         m->staging = malloc(orin_tensor_nbytes(&b->logits));
         if (!m->staging)
@@ -1398,9 +1417,25 @@ static void add_image_rows(orin_model *m, graph_builder *b, int64_t n, int32_t l
     }
 }
 
-/* logits_rows: 0 = none, n = all rows, 1 with n > 1 = the last row only. */
+/* The greedy decode step's head: the final norm, lm_head and the greedy pick
+ * as one op (matmul.argmax) into greedy_id; no logits. */
+static void add_greedy_head(orin_model *m, graph_builder *b, const orin_tensor *pending)
+{
+    orin_matmul_argmax_args a = {
+        .x = b->x,
+        .norm = norm_into(m, b, pending, &m->final_norm, 1),
+        .w = m->lm_head.w,
+        .id = m->greedy_id,
+    };
+    ADD_NODE(b, m->op.matmul_argmax, a, "lm_head", 6, &a.x, &a.norm.residual, &a.norm.weight,
+             &a.norm.x_out, &a.w, &a.id);
+}
+
+/* logits_rows: 0 = none, n = all rows, 1 with n > 1 = the last row only.
+ * greedy (a decode step, matmul.argmax bound): the greedy pick in place of the
+ * logits. */
 static int build_graph(orin_model *m, orin_graph *g, int64_t n, bool decode, int32_t max_kv_len,
-                       int64_t logits_rows)
+                       int64_t logits_rows, bool greedy)
 {
     qwen_buffers *bf = &m->buf;
     graph_builder b = {.g = g, .layer = -1, .x = rows2(&bf->x, 0, n)};
@@ -1429,7 +1464,10 @@ static int build_graph(orin_model *m, orin_graph *g, int64_t n, bool decode, int
         add_image_rows(m, &b, n, l);
     }
     b.layer = -1;
-    if (logits_rows > 0) { /* only these rows of x live on: the others' add is skipped */
+    if (greedy) {
+        orin_tensor o_row = rows2(&bf->o, 0, 1);
+        add_greedy_head(m, &b, pending ? &o_row : NULL);
+    } else if (logits_rows > 0) { /* only these rows of x live on: the others' add is skipped */
         int64_t first = n - logits_rows;
         orin_tensor h = rows2(&bf->h, first, logits_rows);
         orin_tensor o_rows = rows2(&bf->o, first, logits_rows);
@@ -1455,10 +1493,12 @@ static int reserve_bytes(orin_model *m, size_t need)
         m->dev->ops->free(m->dev, m->workspace);
     m->workspace = w;
     m->workspace_size = need;
-    if (m->decode_replay) { /* it points at the old workspace: capture again */
-        m->dev->ops->graph_destroy(m->dev, m->decode_replay);
-        m->decode_replay = NULL;
-    }
+    decode_step *steps[2] = {&m->decode, &m->decode_greedy};
+    for (int i = 0; i < 2; i++)
+        if (steps[i]->replay) { /* it points at the old workspace: capture again */
+            m->dev->ops->graph_destroy(m->dev, steps[i]->replay);
+            steps[i]->replay = NULL;
+        }
     return 0;
 }
 
@@ -1495,21 +1535,21 @@ static int run_prefill_graph(orin_model *m)
 
 static int queue_decode(void *ctx)
 {
-    orin_model *m = ctx;
-    orin_exec ex = model_exec(m);
-    return orin_graph_run(m->decode, &ex);
+    const decode_step *step = ctx;
+    orin_exec ex = model_exec(step->m);
+    return orin_graph_run(step->graph, &ex);
 }
 
-/* Whether the decode step can be captured once and replayed: the user wants it
+/* Whether a decode step can be captured once and replayed: the user wants it
  * (runtime.cuda_graph), the device has graphs, and every bound decode op is
  * graph-safe (reads its position from memory, sizes nothing by it). Says why
  * not when the user asked for it and it cannot be. */
-static bool decode_replayable(const orin_model *m, bool wanted)
+static bool decode_replayable(const orin_model *m, const orin_graph *g, bool wanted)
 {
     char first[96];
     if (!wanted || !m->dev->ops->graph_capture)
         return false;
-    if (!orin_graph_replayable(m->decode, first, sizeof first)) {
+    if (!orin_graph_replayable(g, first, sizeof first)) {
         orin_log(ORIN_LOG_INFO, "runtime.cuda_graph: %s is not graph-safe; decode runs "
                  "eagerly", first);
         return false;
@@ -1517,25 +1557,43 @@ static bool decode_replayable(const orin_model *m, bool wanted)
     return true;
 }
 
-/* One decode step: eagerly the first time (ops create their handles, pick their
- * algorithms and size the workspace then, none of which a graph may do), then
- * captured once and replayed ever after. */
-static int run_decode(orin_model *m, int32_t pos)
+/* One decode step (decode_step says how it runs). */
+static int run_decode(orin_model *m, decode_step *step, int32_t pos)
 {
     if (m->profile) {
-        if (reserve_workspace(m, m->decode) != 0)
+        if (reserve_workspace(m, step->graph) != 0)
             return -1;
         orin_exec ex = model_exec(m);
-        return orin_graph_run_profiled(m->decode, &ex, m->profile, pos + 1);
+        return orin_graph_run_profiled(step->graph, &ex, m->profile, pos + 1);
     }
-    if (!m->replay_decode || !m->decode_warm) {
-        m->decode_warm = true;
-        return run_graph(m, m->decode);
+    if (!step->replayable || !step->warm) {
+        step->warm = true;
+        return run_graph(m, step->graph);
     }
-    if (!m->decode_replay &&
-        m->dev->ops->graph_capture(m->dev, queue_decode, m, &m->decode_replay) != 0)
+    if (!step->replay &&
+        m->dev->ops->graph_capture(m->dev, queue_decode, step, &step->replay) != 0)
         return -1;
-    return m->dev->ops->graph_launch(m->dev, m->decode_replay);
+    return m->dev->ops->graph_launch(m->dev, step->replay);
+}
+
+/* The decode graphs read their one id and position from device memory, so each
+ * is built once for the whole cache and run (or replayed as a device graph)
+ * every step: the one ending in the logits, and where matmul.argmax is bound
+ * (a float lm_head), the one ending in the greedy pick. */
+static int build_decode_steps(orin_model *m, const orin_model_options *opt)
+{
+    decode_step *steps[2] = {&m->decode, &m->decode_greedy};
+    for (int i = 0; i < 2; i++) {
+        if (i == 1 && !m->op.matmul_argmax)
+            break;
+        decode_step *step = steps[i];
+        step->m = m;
+        if (!(step->graph = orin_graph_create()) ||
+            build_graph(m, step->graph, 1, true, m->context, 1, i == 1) != 0)
+            return -1;
+        step->replayable = decode_replayable(m, step->graph, opt->cuda_graph);
+    }
+    return 0;
 }
 
 /* ---- load / free ------------------------------------------------------------------ */
@@ -1544,10 +1602,13 @@ void orin_model_free(orin_model *m)
 {
     if (!m)
         return;
-    if (m->decode_replay)
-        m->dev->ops->graph_destroy(m->dev, m->decode_replay);
+    decode_step *steps[2] = {&m->decode, &m->decode_greedy};
+    for (int i = 0; i < 2; i++) {
+        if (steps[i]->replay)
+            m->dev->ops->graph_destroy(m->dev, steps[i]->replay);
+        orin_graph_free(steps[i]->graph);
+    }
     orin_graph_free(m->prefill);
-    orin_graph_free(m->decode);
     orin_vision_free(m->vision);
     free(m->host_rope_pos);
     orin_kv_cache_free(m->kv);
@@ -1669,16 +1730,8 @@ int orin_model_load(const orin_model_options *opt, orin_model **out)
         (m->cfg.vl.is_vl && (alloc_vl_buffers(m, chunk) != 0 || load_vision(m, opt) != 0)))
         goto fail;
 
-    m->prefill = orin_graph_create();
-    m->decode = orin_graph_create();
-    if (!m->prefill || !m->decode)
+    if (!(m->prefill = orin_graph_create()) || build_decode_steps(m, opt) != 0)
         goto fail;
-    /* The decode graph reads its one id and position from device memory, so it
-     * is built once for the whole cache and run (or replayed as a device graph)
-     * every step. */
-    if (build_graph(m, m->decode, 1, true, m->context, 1) != 0)
-        goto fail;
-    m->replay_decode = decode_replayable(m, opt->cuda_graph);
     *out = m;
     return 0;
 fail:
@@ -1814,7 +1867,7 @@ static int prefill(orin_model *m, const int32_t *ids, int32_t n, int32_t start_p
             m->img->chunk0 = done;
         if (upload_step(m, ids + done, len, start_pos + done) != 0 ||
             upload_tables(m, done, len) != 0 ||
-            build_graph(m, m->prefill, len, false, start_pos + done + len, logits_rows) != 0 ||
+            build_graph(m, m->prefill, len, false, start_pos + done + len, logits_rows, false) != 0 ||
             run_prefill_graph(m) != 0)
             return -1;
         if (host && logits_rows > 0 &&
@@ -2031,11 +2084,25 @@ int32_t orin_model_rope_delta(const orin_model *m)
 int orin_model_decode(orin_model *m, int32_t id, int32_t pos, float *logits)
 {
     if (check_tokens(m, &id, 1, pos) != 0 || upload_step(m, &id, 1, pos) != 0 ||
-        run_decode(m, pos) != 0)
+        run_decode(m, &m->decode, pos) != 0)
         return -1;
     if (logits && fetch_logits(m, 1, logits) != 0)
         return -1;
     return m->dev->ops->synchronize(m->dev);
+}
+
+int32_t orin_model_decode_sample(orin_model *m, orin_sampler *s, int32_t id, int32_t pos,
+                                 const int32_t *history, int32_t n)
+{
+    if (!m->decode_greedy.graph || !orin_sampler_plain_greedy(s))
+        return orin_model_decode(m, id, pos, NULL) != 0 ? -1
+                                                        : orin_model_sample(m, s, history, n);
+    int32_t next;
+    if (check_tokens(m, &id, 1, pos) != 0 || upload_step(m, &id, 1, pos) != 0 ||
+        run_decode(m, &m->decode_greedy, pos) != 0 ||
+        m->dev->ops->copy_d2h(m->dev, &next, m->greedy_id.data, sizeof next) != 0)
+        return -1;
+    return next >= 0 ? next : orin_error_set("sampler: every logit is NaN");
 }
 
 void orin_model_set_profile(orin_model *m, orin_profile *p)

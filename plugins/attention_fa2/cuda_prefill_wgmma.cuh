@@ -514,7 +514,7 @@ __device__ __forceinline__ void fa2w_pipeline(float (&o)[NO], int tiles, int t0,
 // Positions, NaN rows and zero-filled K/V rows: exactly as fa2_prefill_mma_kernel.
 template <typename T, int BKV, bool PIPE, bool QREG>
 __global__ void __launch_bounds__(256, 1)
-    fa2_prefill_wgmma_kernel(const __grid_constant__ fa2_prefill_params p)
+    fa2_prefill_wgmma_kernel(FA2_KERNEL_PARAMS p)
 {
 #if FA2W_ARCH
     typedef fa2w_shape<BKV, PIPE> S;
@@ -850,7 +850,7 @@ template <int VCHUNKS> __device__ __forceinline__ uint32_t fa2w_stage_offset(int
 // warp moved) and the epilogue are the causal kernel's.
 template <typename T, int HDV, int NWG, int PV_N>
 __global__ void __launch_bounds__(NWG * 128, 1)
-    fa2_full_wgmma_kernel(const __grid_constant__ fa2_prefill_params p)
+    fa2_full_wgmma_kernel(FA2_KERNEL_PARAMS p)
 {
 #if FA2W_ARCH
     typedef fa2w_full_shape<HDV, NWG, PV_N> S;

@@ -292,15 +292,20 @@ extern "C" int cuda_gemv(const orin_exec *ex, const orin_matmul_args *a, orin_dt
 // buffers so that the next group's writes wait for no one). Bound by the
 // weight bytes, and by the one norm a block (an L2 round trip and a block
 // reduction) after the PDL wait, overlapped by the first groups' loads.
+// RES_ARGMAX (matmul.argmax): the rows of one segment, each group's 4 sums
+// rounded to T and reduced by the greedy rule into thread 0's running best,
+// which the block writes as one (value, index) pair after its last group.
 #define RES_ROWS 4
 #define RES_MAX_U 2
 
-enum gemv_res_mode { RES_SEGMENTS, RES_SWIGLU };
+enum gemv_res_mode { RES_SEGMENTS, RES_SWIGLU, RES_ARGMAX };
 
 struct gemv_res_params {
-    gemv_segments seg;   // RES_SEGMENTS
+    gemv_segments seg;   // RES_SEGMENTS, RES_ARGMAX (one segment, no y)
     const void *wg, *wu; // RES_SWIGLU: [f, in] each
     void *out;           // RES_SWIGLU: [f]
+    float *best_v;       // RES_ARGMAX: a block's best value and index [gridDim]
+    int *best_j;
     int f;
     const void *x;
     int in;
@@ -337,13 +342,33 @@ __device__ __forceinline__ void res_load(uint4 (&buf)[U][RES_ROWS], const gemv_r
     }
 }
 
+// Greedy decoding's rule (orin/sampler.h): whether (v, j) beats the best so far
+// (bv, bj): the larger value, the lower index on ties; j < 0 stands for
+// "nothing" (no value yet, or a NaN, which is never picked).
+__device__ __forceinline__ bool greedy_beats(float v, int j, float bv, int bj)
+{
+    if (j < 0)
+        return false;
+    return bj < 0 || v > bv || (v == bv && j < bj);
+}
+
+__device__ __forceinline__ void greedy_take(float v, int j, float &bv, int &bj)
+{
+    if (greedy_beats(v, j, bv, bj)) {
+        bv = v;
+        bj = j;
+    }
+}
+
 // Group g's sums from buf, met over the block in part (this group's partial
-// buffer), written by threads 0..RES_ROWS-1.
+// buffer), written by threads 0..RES_ROWS-1 (RES_ARGMAX: taken into thread 0's
+// best_v / best_j).
 template <typename T, int MODE, int U>
 __device__ __forceinline__ void res_finish(const uint4 (&buf)[U][RES_ROWS],
                                            const float (&xr)[U][orin_cu_vec<T>::n],
                                            const gemv_res_params &p, int g,
-                                           float (&part)[GEMV_THREADS / 32][RES_ROWS])
+                                           float (&part)[GEMV_THREADS / 32][RES_ROWS],
+                                           float &best_v, int &best_j)
 {
     float acc[RES_ROWS];
 #pragma unroll
@@ -379,6 +404,17 @@ __device__ __forceinline__ void res_finish(const uint4 (&buf)[U][RES_ROWS],
         return;
     }
     const int g_row = g * RES_ROWS + (int)threadIdx.x;
+    if (MODE == RES_ARGMAX) { // the logit as matmul stores it, then the 4 rows' best
+        float v = orin_cu_f32(orin_cu_from_f32<T>(sum));
+        int j = g_row < total_rows(p.seg) && !isnan(v) ? g_row : -1;
+#pragma unroll
+        for (int off = 1; off < RES_ROWS; off <<= 1)
+            greedy_take(__shfl_xor_sync(0x0000000Fu, v, off),
+                        __shfl_xor_sync(0x0000000Fu, j, off), v, j);
+        if (threadIdx.x == 0)
+            greedy_take(v, j, best_v, best_j);
+        return;
+    }
     if (g_row < total_rows(p.seg)) {
         const int s = segment_of(p.seg, g_row), local = g_row - begin_of(p.seg, s);
         const T *bias = (const T *)SEG_PICK(p.seg, bias, s);
@@ -415,20 +451,26 @@ __global__ void __launch_bounds__(GEMV_THREADS, 2)
                 xr[u][e] = 0.0f;
     }
     // groups in pairs: a's while b's load, then b's while a's load (no moves)
+    float best_v = 0.0f; // RES_ARGMAX, thread 0
+    int best_j = -1;
     for (;;) {
         const int g2 = g + (int)gridDim.x;
         if (g2 < p.groups)
             res_load<T, MODE, U>(b, p, g2, chunks);
-        res_finish<T, MODE, U>(a, xr, p, g, part[0]);
+        res_finish<T, MODE, U>(a, xr, p, g, part[0], best_v, best_j);
         if (g2 >= p.groups)
             break;
         const int g3 = g2 + (int)gridDim.x;
         if (g3 < p.groups)
             res_load<T, MODE, U>(a, p, g3, chunks);
-        res_finish<T, MODE, U>(b, xr, p, g2, part[1]);
+        res_finish<T, MODE, U>(b, xr, p, g2, part[1], best_v, best_j);
         if (g3 >= p.groups)
             break;
         g = g3;
+    }
+    if (MODE == RES_ARGMAX && threadIdx.x == 0) {
+        p.best_v[blockIdx.x] = best_v;
+        p.best_j[blockIdx.x] = best_j;
     }
 }
 
@@ -447,13 +489,21 @@ static bool resident_fits(const orin_norm_in *norm, const orin_tensor *x, const 
     return gemv_vectorizable(w, count, x->data, (int)in, dt);
 }
 
+// The resident GEMV's grid: 2 blocks an SM, at most RES_MAX_BLOCKS (the
+// argmax's partials are sized by it without knowing the device).
+#define RES_MAX_BLOCKS 1024
+static int resident_blocks(const orin_exec *ex, int groups)
+{
+    return min(min(groups, 2 * orin_cu_sm_count(ex)), RES_MAX_BLOCKS);
+}
+
 template <typename T, int MODE>
 static void launch_resident(const orin_exec *ex, gemv_res_params p, int rows,
                             const orin_norm_in *norm)
 {
     constexpr int V = orin_cu_vec<T>::n;
     p.groups = (rows + RES_ROWS - 1) / RES_ROWS;
-    const int blocks = min(p.groups, 2 * orin_cu_sm_count(ex));
+    const int blocks = resident_blocks(ex, p.groups);
     const gemv_norm<T> np = {(const T *)norm->residual.data, (const T *)norm->weight.data,
                              (T *)norm->x_out.data, norm->eps};
     const size_t smem = gemv_norm_smem(p.in, sizeof(T));
@@ -810,6 +860,146 @@ extern "C" int cuda_matmul_swiglu(const orin_exec *ex, const orin_matmul_swiglu_
     ORIN_CU_DISPATCH(dt, label, T, swiglu_dispatch<T>(ex, a, (int)in, (int)f));
     return orin_cu_launched(label, dt, "x [1, %lld], w_gate/w_up [%lld, %lld]", (long long)in,
                             (long long)f, (long long)in);
+}
+
+// ---- matmul.argmax ------------------------------------------------------------------
+
+static int check_matmul_argmax(const char *label, const orin_exec *ex,
+                               const orin_matmul_argmax_args *a, orin_dtype dt)
+{
+    if (orin_check_exec(label, ex, CUDA) ||
+        orin_check_tensor(label, "x", &a->x, CUDA, dt, 2, 2) ||
+        orin_check_dim(label, "x", &a->x, 0, 1) ||
+        orin_check_tensor(label, "w", &a->w, CUDA, dt, 2, 2) ||
+        orin_check_dim(label, "w", &a->w, 1, a->x.shape[1]) ||
+        orin_check_tensor(label, "id", &a->id, CUDA, ORIN_I32, 1, 1) ||
+        orin_check_dim(label, "id", &a->id, 0, 1) ||
+        orin_check_norm_in(label, &a->norm, &a->x, CUDA, dt))
+        return -1;
+    if (a->x.shape[1] > INT32_MAX || a->w.shape[0] > INT32_MAX)
+        return orin_error_set("%s: dimensions beyond 2^31", label);
+    return 0;
+}
+
+// The workspace: the norm's row where it runs apart, then the resident
+// blocks' (value, index) pairs (RES_MAX_BLOCKS of each), then, where the
+// resident GEMV does not fit, the logits [V] of the plain GEMV.
+static size_t argmax_pairs_bytes(void)
+{
+    return (size_t)RES_MAX_BLOCKS * (sizeof(float) + sizeof(int));
+}
+
+extern "C" size_t cuda_matmul_argmax_workspace_size(const void *args)
+{
+    const orin_matmul_argmax_args *a = (const orin_matmul_argmax_args *)args;
+    const size_t logits = (size_t)a->w.shape[0] * orin_dtype_size(a->x.dtype);
+    return cuda_norm_in_bytes(&a->norm, &a->x) + argmax_pairs_bytes() + (logits + 255) / 256 * 256;
+}
+
+// id[0] by the greedy rule over n candidates: logits [n] of T (the plain
+// GEMV's), or n (value, index) pairs (the resident GEMV's blocks). Launch: one
+// block of PICK_THREADS; thread t scans t, t + PICK_THREADS, ..., then the
+// warps and the block reduce by greedy_beats (a total order on distinct
+// indices, so neither order changes the pick). Latency-bound: a few hundred
+// pairs, or 151,936 logits (148 a thread) on the plain path.
+#define PICK_THREADS 1024
+template <typename T>
+__global__ void __launch_bounds__(PICK_THREADS)
+    greedy_pick_kernel(const T *logits, const float *pair_v, const int *pair_j, int n, int32_t *id)
+{
+    __shared__ float warp_v[PICK_THREADS / 32];
+    __shared__ int warp_j[PICK_THREADS / 32];
+    orin_cu_allow_next();
+    orin_cu_wait_prior();
+    float v = 0.0f;
+    int j = -1;
+    for (int i = (int)threadIdx.x; i < n; i += PICK_THREADS) {
+        if (logits) {
+            const float x = orin_cu_f32(logits[i]);
+            greedy_take(x, isnan(x) ? -1 : i, v, j);
+        } else {
+            greedy_take(pair_v[i], pair_j[i], v, j);
+        }
+    }
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1)
+        greedy_take(__shfl_xor_sync(0xffffffffu, v, off), __shfl_xor_sync(0xffffffffu, j, off),
+                    v, j);
+    if (lane == 0) {
+        warp_v[warp] = v;
+        warp_j[warp] = j;
+    }
+    __syncthreads();
+    if (warp != 0)
+        return;
+    v = warp_v[lane];
+    j = warp_j[lane];
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1)
+        greedy_take(__shfl_xor_sync(0xffffffffu, v, off), __shfl_xor_sync(0xffffffffu, j, off),
+                    v, j);
+    if (lane == 0)
+        *id = j;
+}
+
+// Final norm + lm_head + the greedy pick. Where the resident GEMV takes the
+// row (a norm in front, f16/bf16, aligned, in <= 4,096), it normalises x once
+// a block, streams the rows and keeps each block's best: no logits are
+// written, and one small kernel picks among the blocks. Elsewhere: the norm
+// apart, the plain GEMV into the workspace, the pick over its logits. Both:
+// the logits rounded to T as matmul stores them, so the same id as the
+// sequence.
+extern "C" int cuda_matmul_argmax(const orin_exec *ex, const orin_matmul_argmax_args *a,
+                                  orin_dtype dt)
+{
+    const char *label = "matmul.argmax (common)";
+    if (check_matmul_argmax(label, ex, a, dt))
+        return -1;
+    const size_t need = cuda_matmul_argmax_workspace_size(a);
+    if (!ex->workspace || ex->workspace_size < need || !orin_cu_aligned16(ex->workspace))
+        return orin_error_set("%s: workspace of %zu bytes, needs %zu, 16-byte aligned", label,
+                              ex->workspace_size, need);
+    const int V = (int)a->w.shape[0], in = (int)a->x.shape[1];
+    int32_t *id = (int32_t *)a->id.data;
+    const void *w1[1] = {a->w.data};
+    if (a->norm.weight.data && resident_fits(&a->norm, &a->x, w1, 1, dt)) {
+        gemv_res_params p = {};
+        p.seg.count = 1;
+        p.seg.w[0] = a->w.data;
+        p.seg.begin[1] = V;
+        p.x = a->x.data;
+        p.in = in;
+        p.best_v = (float *)ex->workspace;
+        p.best_j = (int *)(p.best_v + RES_MAX_BLOCKS);
+        const int blocks = resident_blocks(ex, (V + RES_ROWS - 1) / RES_ROWS);
+        ORIN_CU_DISPATCH(dt, label, T, {
+            launch_resident<T, RES_ARGMAX>(ex, p, V, &a->norm);
+            orin_cu_launch(ex, true, greedy_pick_kernel<T>, dim3(1), dim3(PICK_THREADS), 0,
+                           (const T *)NULL, (const float *)p.best_v, (const int *)p.best_j,
+                           blocks, id);
+        });
+        return orin_cu_launched(label, dt, "resident gemv, norm in front: x [1, %d], %d rows, "
+                                "%d blocks, then the pick", in, V, blocks);
+    }
+    orin_matmul_argmax_args normed;
+    orin_exec rest;
+    if (norm_apart(&ex, &rest, &a, &normed, dt, label) != 0)
+        return -1;
+    void *logits = (char *)ex->workspace + argmax_pairs_bytes();
+    gemv_segments seg = {};
+    seg.w[0] = a->w.data;
+    seg.y[0] = logits;
+    seg.begin[1] = V;
+    seg.count = 1;
+    if (run_gemv(label, ex, seg, a->x.data, in, dt) != 0)
+        return -1;
+    ORIN_CU_DISPATCH(dt, label, T,
+                     orin_cu_launch(ex, true, greedy_pick_kernel<T>, dim3(1), dim3(PICK_THREADS),
+                                    0, (const T *)logits, (const float *)NULL, (const int *)NULL,
+                                    V, id));
+    return orin_cu_launched(label, dt, "gemv into the workspace: x [1, %d], %d rows, then the "
+                            "pick", in, V);
 }
 
 // ---- add_rmsnorm --------------------------------------------------------------------

@@ -20,6 +20,9 @@ int cuda_matmul_qkv(const orin_exec *ex, const orin_matmul_qkv_args *a, orin_dty
 size_t cuda_matmul_qkv_workspace_size(const void *args);
 int cuda_matmul_swiglu(const orin_exec *ex, const orin_matmul_swiglu_args *a, orin_dtype dt);
 size_t cuda_matmul_swiglu_workspace_size(const void *args);
+/* matmul.argmax: final norm + lm_head + the greedy pick, no logits written. */
+int cuda_matmul_argmax(const orin_exec *ex, const orin_matmul_argmax_args *a, orin_dtype dt);
+size_t cuda_matmul_argmax_workspace_size(const void *args);
 /* The fused products' norm in front (orin_norm_in; matmul.qkv, matmul.swiglu
  * and their quantized forms): cuda_norm_in_folds when a GEMV kernel can
  * normalise the row itself (one row of whole aligned 16-byte vectors, the row

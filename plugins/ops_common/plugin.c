@@ -127,6 +127,7 @@ CUDA_ENTRIES(matmul_swiglu, orin_matmul_swiglu_args)
 CUDA_ENTRIES(rope_kv_write, orin_rope_kv_write_args)
 CUDA_ENTRIES(matmul_gelu, orin_matmul_gelu_args)
 CUDA_ENTRIES(matmul_add, orin_matmul_args)
+CUDA_ENTRIES(matmul_argmax, orin_matmul_argmax_args)
 CUDA_ENTRIES(matmul_qkv_awq4, orin_matmul_qkv_quant_args)
 CUDA_ENTRIES(matmul_qkv_int8, orin_matmul_qkv_quant_args)
 CUDA_ENTRIES(matmul_swiglu_awq4, orin_matmul_swiglu_quant_args)
@@ -184,6 +185,7 @@ static const orin_op_impl impls[] = {
     FUSED_IMPLS(ORIN_OP_ROPE_KV_WRITE, rope_kv_write, NULL, cuda_rope_kv_write_supports),
     FUSED_IMPLS(ORIN_OP_MATMUL_GELU, matmul_gelu, cuda_matmul_workspace_size, NULL),
     FUSED_IMPLS(ORIN_OP_MATMUL_ADD, matmul_add, cuda_matmul_workspace_size, NULL),
+    FUSED_IMPLS(ORIN_OP_MATMUL_ARGMAX, matmul_argmax, cuda_matmul_argmax_workspace_size, NULL),
     /* over the weights matmul.awq4 / .int8 of this plugin prepared */
     FUSED_IMPLS(ORIN_OP_MATMUL_QKV_AWQ4, matmul_qkv_awq4, cuda_matmul_qkv_quant_workspace_size,
                 NULL),
@@ -206,5 +208,5 @@ ORIN_PLUGIN_DEFINE("ops_common", "0.1.0",
                    "batch-1 GEMV on cuda), matmul.awq4 and matmul.int8, swiglu, add, "
                    "argmax, kv_write, layernorm, gelu, rope.table, pos_interp; fused on cuda: "
                    "add_rmsnorm, matmul.qkv, matmul.swiglu, rope_kv_write, matmul.gelu, "
-                   "matmul.add; f32, f16, bf16",
+                   "matmul.add, matmul.argmax; f32, f16, bf16",
                    register_ops)

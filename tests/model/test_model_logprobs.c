@@ -126,6 +126,30 @@ static int greedy(orin_model *m, const int32_t *prompt, int32_t n, int32_t steps
     return rc;
 }
 
+/* Greedy generation as orin-run does it: orin_model_decode_sample with a
+ * greedy sampler (on a GPU with matmul.argmax, each step ends in the greedy
+ * pick and only the id comes back); no gaps (no logits). */
+static int greedy_picked(orin_model *m, const int32_t *prompt, int32_t n, int32_t steps,
+                         int32_t *out, float *gap)
+{
+    orin_sampler_params params = ORIN_SAMPLER_PARAMS_DEFAULT;
+    params.temperature = 0.0f;
+    orin_sampler *s = orin_sampler_create(&params);
+    int32_t *tok = malloc((size_t)(n + steps) * sizeof *tok);
+    int rc = s && tok ? orin_model_prefill_on_device(m, prompt, n, 0) : -1;
+    if (rc == 0)
+        memcpy(tok, prompt, (size_t)n * sizeof *tok);
+    int32_t id = rc == 0 ? orin_model_sample(m, s, tok, n) : -1;
+    for (int32_t i = 0; id >= 0 && i < steps; i++) {
+        out[i] = tok[n + i] = id;
+        gap[i] = 0;
+        id = i + 1 < steps ? orin_model_decode_sample(m, s, id, n + i, tok, n + i + 1) : 0;
+    }
+    free(tok);
+    orin_sampler_free(s);
+    return id < 0 ? -1 : 0;
+}
+
 /* Greedy tokens of the model in `opt` on its device, run eagerly with the
  * plain ops, eagerly with the fused ops and replayed as a device graph with the
  * fused ops (the defaults of orin-run), are the same; in f32 they also equal
@@ -141,25 +165,30 @@ static void compare_greedy(const orin_model_options *opt, const reference *ref)
 {
     enum { PROMPT = 32, STEPS = 200 };
     int32_t n = ref->n < PROMPT ? ref->n : PROMPT;
-    int32_t runs[4][STEPS];
-    float gaps[4][STEPS];
-    const char *names[4] = {"eager, plain ops", "eager, fused ops", "graph, fused ops", "host"};
-    int count = opt->dtype == ORIN_F32 ? 4 : 3;
+    enum { RUNS = 5 };
+    int32_t runs[RUNS][STEPS];
+    float gaps[RUNS][STEPS];
+    const char *names[RUNS] = {"eager, plain ops", "eager, fused ops", "graph, fused ops",
+                               "graph, fused ops, decode_sample", "host"};
+    int count = opt->dtype == ORIN_F32 ? RUNS : RUNS - 1;
     for (int r = 0; r < count; r++) {
         orin_model_options o = *opt;
-        o.cuda_graph = r == 2;
-        o.fused_ops = r == 1 || r == 2;
-        o.device = r == 3 ? orin_device_cpu() : opt->device;
+        o.cuda_graph = r == 2 || r == 3;
+        o.fused_ops = r >= 1 && r <= 3;
+        o.device = r == 4 ? orin_device_cpu() : opt->device;
         o.max_context = n + STEPS;
         orin_model *m = NULL;
         CHECK(orin_model_load(&o, &m) == 0, "%s load: %s", names[r], orin_error());
-        CHECK(m && greedy(m, ref->ids, n, STEPS, runs[r], gaps[r]) == 0, "%s: %s", names[r],
-              orin_error());
+        CHECK(m && (r == 3 ? greedy_picked : greedy)(m, ref->ids, n, STEPS, runs[r],
+                                                     gaps[r]) == 0,
+              "%s: %s", names[r], orin_error());
         orin_model_free(m);
     }
     const float tie = opt->dtype == ORIN_F16 ? TIE_F16 : opt->dtype == ORIN_BF16 ? TIE_BF16 : 0;
     for (int r = 1; r < count; r++) {
-        const int base = r == 2 ? 1 : 0; /* the replay against the eager fused run */
+        /* the replay against the eager fused run, the greedy head against the
+         * replay whose logits it picks from (the same sums: exact) */
+        const int base = r == 2 ? 1 : r == 3 ? 2 : 0;
         int first = -1;
         for (int i = 0; i < STEPS && first < 0; i++)
             if (runs[r][i] != runs[base][i])

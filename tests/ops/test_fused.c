@@ -526,6 +526,106 @@ static void gemv_case(orin_dtype dt, int64_t in, int64_t out, int64_t x_offset)
     ops_buf_free(&y);
 }
 
+/* ---- matmul.argmax ---- */
+
+/* orin/sampler.h's greedy rule on logits read back: the lowest index of the
+ * largest, NaN skipped; -1 when every one is NaN. */
+static int32_t greedy_pick(const ops_buf *logits)
+{
+    int32_t best = -1;
+    for (size_t j = 0; j < logits->n; j++)
+        if (!isnan(logits->value[j]) && (best < 0 || logits->value[j] > logits->value[best]))
+            best = (int32_t)j;
+    return best;
+}
+
+enum argmax_weights {
+    ARGMAX_RANDOM,
+    ARGMAX_TIES,    /* row j = row j % 7: the largest logit at many indices, across blocks */
+    ARGMAX_NANS,    /* every third row NaN: those logits NaN, never picked */
+    ARGMAX_LAST,    /* the last row twice the largest row: the pick at V - 1 */
+    ARGMAX_ALL_NAN, /* every row NaN: -1 */
+};
+
+static void argmax_weights_shape(ops_buf *w, const ops_buf *h, int64_t in, int64_t V,
+                                 enum argmax_weights kind)
+{
+    for (int64_t j = 0; j < V; j++)
+        for (int64_t k = 0; k < in; k++) {
+            const size_t e = (size_t)(j * in + k);
+            if (kind == ARGMAX_TIES && j >= 7)
+                ops_store(w->dt, w->data, e, w->value[(size_t)((j % 7) * in + k)]);
+            if ((kind == ARGMAX_NANS && j % 3 == 1) || kind == ARGMAX_ALL_NAN)
+                ops_store(w->dt, w->data, e, NAN);
+        }
+    if (kind == ARGMAX_LAST) { /* the largest row by the double reference, doubled */
+        double *ref = malloc(V * sizeof(double)), *scale = malloc(V * sizeof(double));
+        matmul_reference(h, w, NULL, 1, in, V, ref, scale);
+        int64_t m = 0;
+        for (int64_t j = 1; j < V; j++)
+            m = ref[j] > ref[m] ? j : m;
+        for (int64_t k = 0; k < in; k++)
+            ops_store(w->dt, w->data, (size_t)((V - 1) * in + k), 2 * w->value[m * in + k]);
+        free(ref);
+        free(scale);
+    }
+    ops_buf_read(w);
+}
+
+/* matmul.argmax against its sequence on the same device: (add_rmsnorm,)
+ * matmul into poisoned logits, then the greedy rule on the logits read back;
+ * the same index, exactly. */
+static void argmax_case(orin_dtype dt, int64_t in, int64_t V, bool norm, bool residual,
+                        enum argmax_weights kind)
+{
+    static const char *const kinds[] = {"random", "ties", "NaN rows", "largest last",
+                                        "all NaN"};
+    ops_rng rng = {.state = 80 + (uint64_t)(in * 7 + V + kind)};
+    ops_buf x = ops_buf_random(&rng, dt, (size_t)in, -3, 3);
+    ops_norm_fixture f;
+    memset(&f, 0, sizeof f);
+    if (norm && ops_norm_fixture_make(&f, &x, 1, in, residual, 81 + (uint64_t)in) != 0) {
+        ops_buf_free(&x);
+        ops_norm_fixture_free(&f);
+        return;
+    }
+    ops_buf w = ops_buf_random(&rng, dt, (size_t)(V * in), -1, 1);
+    argmax_weights_shape(&w, norm ? &f.h : &x, in, V, kind);
+    ops_buf logits = ops_buf_nan(dt, (size_t)V);
+    int32_t id = INT32_MIN + 7; /* poison */
+    const int64_t xd[2] = {1, in}, wd[2] = {V, in}, ld[2] = {1, V}, one = 1;
+    orin_matmul_argmax_args fused = {
+        .x = ops_tensor(x.data, dt, 2, xd),
+        .norm = norm ? f.norm : (orin_norm_in){.eps = 0},
+        .w = ops_tensor(w.data, dt, 2, wd),
+        .id = ops_tensor(&id, ORIN_I32, 1, &one),
+    };
+    orin_matmul_args plain = {.x = norm ? f.h_t : fused.x, .w = fused.w,
+                              .y = ops_tensor(logits.data, dt, 2, ld)};
+    char what[160];
+    snprintf(what, sizeof what, "matmul.argmax %s%s, x [1, %lld], w [%lld, %lld], %s",
+             orin_dtype_name(dt), norm ? (residual ? " + norm + residual" : " + norm") : "",
+             (long long)in, (long long)V, (long long)in, kinds[kind]);
+    if (ops_test_selected(what) && run(impl_of(ORIN_OP_MATMUL_ARGMAX, dt), &fused) == 0 &&
+        run(impl_of(ORIN_OP_MATMUL, dt), &plain) == 0) {
+        if (norm)
+            ops_norm_fixture_check(&f, &x, what);
+        ops_fetch(&id, sizeof id);
+        ops_buf_fetch(&logits);
+        const int32_t want = greedy_pick(&logits);
+        CHECK(id == want, "%s: picked %d, the sequence %d", what, id, want);
+        CHECK(kind != ARGMAX_ALL_NAN || want == -1, "%s: the sequence picked %d", what, want);
+        CHECK(kind != ARGMAX_LAST || want == V - 1, "%s: the sequence picked %d, not the last",
+              what, want);
+    }
+    ops_release();
+    if (norm)
+        ops_norm_fixture_free(&f);
+    ops_buf_free(&x);
+    ops_buf_free(&w);
+    ops_buf_free(&logits);
+}
+
 int main(int argc, char **argv)
 {
     ops_test_init(argc, argv);
@@ -599,6 +699,24 @@ int main(int argc, char **argv)
         gemv_case(dt, 1000, 8193, 1);  /* x off alignment: the scalar path */
         if (!quick)
             gemv_case(dt, 512, 151936, 0); /* lm_head's row count */
+        /* lm_head of Qwen3-8B (151,936 x 4,096) and Qwen2.5-7B (152,064 x
+         * 3,584); narrow ones across the resident blocks; rows past the last
+         * group of 4; without a norm, a width of odd bytes (the plain path) */
+        if (!quick) {
+            argmax_case(dt, 4096, 151936, true, true, ARGMAX_RANDOM);
+            argmax_case(dt, 3584, 152064, true, false, ARGMAX_LAST);
+        }
+        argmax_case(dt, 1024, 5000, true, true, ARGMAX_RANDOM);
+        argmax_case(dt, 1024, 5000, true, true, ARGMAX_TIES);
+        argmax_case(dt, 512, 4001, true, false, ARGMAX_NANS);
+        argmax_case(dt, 512, 4003, true, true, ARGMAX_LAST);
+        argmax_case(dt, 256, 3, true, true, ARGMAX_RANDOM);
+        argmax_case(dt, 256, 1, true, false, ARGMAX_RANDOM);
+        argmax_case(dt, 256, 700, true, true, ARGMAX_ALL_NAN);
+        argmax_case(dt, 1024, 5000, false, false, ARGMAX_TIES);
+        argmax_case(dt, 67, 129, true, true, ARGMAX_LAST);
+        argmax_case(dt, 67, 129, true, true, ARGMAX_NANS);
+        argmax_case(dt, 64, 300, false, false, ARGMAX_ALL_NAN);
     }
     ops_test_registry_free();
     return test_finish();

@@ -256,13 +256,13 @@ static int reply_tokens(generator *g, const int32_t *ids, size_t n_ids, const in
      * one's (each a decode and a sample), not the decode that follows the last
      * token so that the cache holds it. */
     double t_first = 0, t_last = 0;
+    int32_t id = -1; /* the token after the cache: sampled, or from the last step */
     while (r->generated < g->max_tokens) {
         if (*stop_flag) {
             r->stop = STOP_INTERRUPT;
             break;
         }
-        int32_t id = orin_model_sample(g->model, g->sampler, g->cached, g->n_cached);
-        if (id < 0)
+        if (id < 0 && (id = orin_model_sample(g->model, g->sampler, g->cached, g->n_cached)) < 0)
             goto out;
         t_last = orin_seconds();
         if (r->generated == 0) {
@@ -283,10 +283,20 @@ static int reply_tokens(generator *g, const int32_t *ids, size_t n_ids, const in
             r->stop = STOP_CONTEXT;
             break;
         }
-        if (orin_model_decode(g->model, id, g->n_cached, NULL) != 0)
+        /* the step that caches id, and the next token from it where one
+         * follows (orin_model_decode_sample: on a GPU, greedy, only the id
+         * comes back); id counts as cached once its step has run */
+        const int32_t pos = g->n_cached;
+        g->cached_image[pos] = 0;
+        g->cached[pos] = id;
+        if (r->generated < g->max_tokens && !*stop_flag) {
+            if ((id = orin_model_decode_sample(g->model, g->sampler, id, pos, g->cached,
+                                               pos + 1)) < 0)
+                goto out;
+        } else if (orin_model_decode(g->model, id, pos, NULL) != 0) {
             goto out;
-        g->cached_image[g->n_cached] = 0;
-        g->cached[g->n_cached++] = id;
+        }
+        g->n_cached = pos + 1;
     }
     const char *tail;
     size_t tail_len;

@@ -92,9 +92,10 @@ static int bench_images_load(bench_images *bi, double *prep_s)
 }
 
 /* One run as generation does it: the prompt tokens[0..P) prefilled (through
- * the vision encoder when bi has images), then G steps each sampling greedily
- * where the logits are (orin_model_sample: on a GPU only the token comes back)
- * and decoding it; tokens grows to P + G. */
+ * the vision encoder when bi has images), its next token sampled greedily,
+ * then G steps each decoding the last token and picking the next
+ * (orin_model_decode_sample: on a GPU the step ends in the greedy pick and
+ * only the token comes back); tokens grows to P + G. */
 static int one_run(orin_model *m, orin_sampler *greedy, bench_images *bi, int32_t *tokens,
                    int32_t P, int32_t G, run_times *t)
 {
@@ -110,13 +111,16 @@ static int one_run(orin_model *m, orin_sampler *greedy, bench_images *bi, int32_
     double t2 = orin_seconds();
     t->vision_s = bi->n > 0 ? orin_model_vision_seconds(m) : 0;
     t->prefill_s = t2 - t1 - t->vision_s;
+    int32_t next = orin_model_sample(m, greedy, tokens, P);
+    t->first_s = orin_seconds() - t0;
     for (int32_t i = 0; i < G; i++) {
-        int32_t next = orin_model_sample(m, greedy, tokens, P + i);
-        if (i == 0)
-            t->first_s = orin_seconds() - t0;
-        if (next < 0 || orin_model_decode(m, next, P + i, NULL) != 0)
+        if (next < 0)
             return -1;
         tokens[P + i] = next;
+        if (i + 1 < G)
+            next = orin_model_decode_sample(m, greedy, next, P + i, tokens, P + i + 1);
+        else if (orin_model_decode(m, next, P + i, NULL) != 0) /* the last: cached only */
+            return -1;
     }
     t->decode_s = orin_seconds() - t2;
     return 0;

@@ -60,6 +60,7 @@ extern "C" {
 #define ORIN_OP_ROPE_KV_WRITE      "rope_kv_write"
 #define ORIN_OP_MATMUL_GELU        "matmul.gelu"
 #define ORIN_OP_MATMUL_ADD         "matmul.add"
+#define ORIN_OP_MATMUL_ARGMAX      "matmul.argmax"
 
 /* The sampler's first steps on the device, so that a decode step copies back a
  * few candidates instead of the whole vocabulary's logits. */
@@ -336,6 +337,22 @@ typedef struct orin_matmul_swiglu_args {
     orin_tensor w_up;
     orin_tensor out;
 } orin_matmul_swiglu_args;
+
+/* Greedy decoding's last step, the final norm + lm_head + the greedy pick,
+ * with no logit written:
+ *   id[0] = the lowest j of the largest y[j], y = x . w^T rounded to the dtype
+ *           (the logits matmul would store); NaN never picked, -1 when every
+ *           y[j] is NaN
+ * x [1, in], w [V, in], id i32 [1]; norm: optional, as matmul.qkv's. The
+ * sequence it stands for is add_rmsnorm, matmul, then orin/sampler.h's greedy
+ * rule on the logits (not the argmax op's, where NaN wins): the token a greedy
+ * sampler without penalties draws. */
+typedef struct orin_matmul_argmax_args {
+    orin_tensor x;
+    orin_norm_in norm;
+    orin_tensor w;
+    orin_tensor id;
+} orin_matmul_argmax_args;
 
 /* The attention prologue of a Qwen layer: q and k each rmsnorm'ed per head with
  * q_norm / k_norm [hd] (Qwen3; skipped when their data is NULL), then rotated

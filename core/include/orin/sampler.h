@@ -37,6 +37,7 @@
 #ifndef ORIN_SAMPLER_H
 #define ORIN_SAMPLER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -74,6 +75,11 @@ void orin_sampler_penalize(float *logits, int32_t vocab, const int32_t *history,
 
 /* The parameters the sampler was created with. */
 const orin_sampler_params *orin_sampler_get_params(const orin_sampler *s);
+
+/* Whether the sampler is greedy with no penalty: its token is then the lowest
+ * id of the largest logit, NaN skipped, whatever the history (what the
+ * matmul.argmax op computes on the device). */
+bool orin_sampler_plain_greedy(const orin_sampler *s);
 
 /* Restarts the random sequence as if the sampler had been created with `seed`. */
 void orin_sampler_seed(orin_sampler *s, uint64_t seed);

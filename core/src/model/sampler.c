@@ -192,6 +192,11 @@ static bool is_greedy(const orin_sampler *s)
     return s->p.temperature == 0.0f || s->p.top_k == 1;
 }
 
+bool orin_sampler_plain_greedy(const orin_sampler *s)
+{
+    return is_greedy(s) && s->p.repetition_penalty == 1.0f && s->p.presence_penalty == 0.0f;
+}
+
 /* ---- steps 4-6 ---- */
 
 /* Heaps of struct cand: a max-heap when `max` (larger s first, then the lower
