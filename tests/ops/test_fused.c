@@ -590,6 +590,8 @@ static void argmax_case(orin_dtype dt, int64_t in, int64_t V, bool norm, bool re
         return;
     }
     ops_buf w = ops_buf_random(&rng, dt, (size_t)(V * in), -1, 1);
+    if (norm)
+        ops_buf_fetch(&f.h); /* the normalised row, for ARGMAX_LAST */
     argmax_weights_shape(&w, norm ? &f.h : &x, in, V, kind);
     ops_buf logits = ops_buf_nan(dt, (size_t)V);
     int32_t id = INT32_MIN + 7; /* poison */
@@ -699,13 +701,17 @@ int main(int argc, char **argv)
         gemv_case(dt, 1000, 8193, 1);  /* x off alignment: the scalar path */
         if (!quick)
             gemv_case(dt, 512, 151936, 0); /* lm_head's row count */
-        /* lm_head of Qwen3-8B (151,936 x 4,096) and Qwen2.5-7B (152,064 x
+        /* lm_head's rows (Qwen3's 151,936, Qwen2.5's 152,064) at narrower
+         * widths (the host reference holds every weight as a double), the
+         * widths of two 16-byte vectors a thread (Qwen3-8B's 4,096, Qwen2.5-7B's
          * 3,584); narrow ones across the resident blocks; rows past the last
          * group of 4; without a norm, a width of odd bytes (the plain path) */
         if (!quick) {
-            argmax_case(dt, 4096, 151936, true, true, ARGMAX_RANDOM);
-            argmax_case(dt, 3584, 152064, true, false, ARGMAX_LAST);
+            argmax_case(dt, 512, 151936, true, true, ARGMAX_RANDOM);
+            argmax_case(dt, 256, 152064, true, false, ARGMAX_LAST);
+            argmax_case(dt, 4096, 20000, true, true, ARGMAX_TIES);
         }
+        argmax_case(dt, 3584, 3000, true, true, ARGMAX_LAST);
         argmax_case(dt, 1024, 5000, true, true, ARGMAX_RANDOM);
         argmax_case(dt, 1024, 5000, true, true, ARGMAX_TIES);
         argmax_case(dt, 512, 4001, true, false, ARGMAX_NANS);
