@@ -78,7 +78,7 @@ __device__ __forceinline__ void fa2_f32_copy_rows(float *dst, int ld, int rows, 
 // issue; f32 is for checking the half-precision paths, not for speed.
 template <int HD>
 __global__ void __launch_bounds__(F32_WARPS * 32)
-    fa2_prefill_f32_kernel(FA2_KERNEL_PARAMS p)
+    fa2_prefill_f32_kernel(const __grid_constant__ fa2_prefill_params p)
 {
     typedef fa2_f32_shape<HD> S;
     constexpr int COLS = HD / 32;  // output columns per lane

@@ -45,15 +45,6 @@ enum fa2_full_config {
     FA2_FULL_CONFIGS
 };
 
-// The kernels take their params as __grid_constant__ (read in place, never
-// copied to the stack); -DFA2_PARAMS_BY_VALUE makes them plain by-value
-// params (a racecheck experiment: bench/notes/fa2-prefill.md).
-#ifdef FA2_PARAMS_BY_VALUE
-#define FA2_KERNEL_PARAMS const fa2_prefill_params
-#else
-#define FA2_KERNEL_PARAMS const __grid_constant__ fa2_prefill_params
-#endif
-
 struct fa2_prefill_params {
     const void *q;            // [n, H, hd]
     void *out;                // [n, H, hd]
@@ -425,7 +416,7 @@ __device__ __forceinline__ void fa2_copy_kv(char *smem, uint32_t smem_base, int 
 template <typename T, int HD, int BQ, int BKV, int WARPS, int STAGES, int MB_HOPPER, int MB_AMPERE,
           int HDV = HD, bool FULL = false>
 __global__ void __launch_bounds__(WARPS * 32, FA2_MIN_BLOCKS(MB_HOPPER, MB_AMPERE))
-    fa2_prefill_mma_kernel(FA2_KERNEL_PARAMS p)
+    fa2_prefill_mma_kernel(const __grid_constant__ fa2_prefill_params p)
 {
     typedef fa2_mma_shape<HD, BQ, BKV, WARPS, STAGES, HDV> S;
     constexpr int MT = S::MT, NT = BKV / 8, KSTEPS = S::KSTEPS, DT = 2 * KSTEPS,

@@ -305,6 +305,15 @@ struct fa2w_rows {
     float l[2];  // this lane's part of the running sum
 };
 
+// 1 / l of a row at the end: the quad's 4 lanes hold its parts (each lane
+// summed its own columns' weights).
+__device__ __forceinline__ float fa2w_inv_l(float l)
+{
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    return 1.0f / l;
+}
+
 // The online softmax of one tile: S (the thread's BKV / 2 scores of keys j0..)
 // masked where MASK (key j0 + 8j + 2t + e attends iff <= the row's last key,
 // last_sm[row], and with FULL also >= its first, lo_sm[row]), new maxima (the
@@ -514,7 +523,7 @@ __device__ __forceinline__ void fa2w_pipeline(float (&o)[NO], int tiles, int t0,
 // Positions, NaN rows and zero-filled K/V rows: exactly as fa2_prefill_mma_kernel.
 template <typename T, int BKV, bool PIPE, bool QREG>
 __global__ void __launch_bounds__(256, 1)
-    fa2_prefill_wgmma_kernel(FA2_KERNEL_PARAMS p)
+    fa2_prefill_wgmma_kernel(const __grid_constant__ fa2_prefill_params p)
 {
 #if FA2W_ARCH
     typedef fa2w_shape<BKV, PIPE> S;
@@ -709,12 +718,9 @@ __global__ void __launch_bounds__(256, 1)
     __syncthreads();
 #pragma unroll
     for (int h = 0; h < 2; h++) {
-        float l = st.l[h];
-        l += __shfl_xor_sync(0xffffffffu, l, 1);
-        l += __shfl_xor_sync(0xffffffffu, l, 2);
         // l >= 1 for a valid row (its max key contributes exp2(0)); an invalid
         // row's l may be 0 and is overwritten with NaN below.
-        const float inv_l = 1.0f / l;
+        const float inv_l = fa2w_inv_l(st.l[h]);
         const int row = row0 + 8 * h;
 #pragma unroll
         for (int d = 0; d < 16; d++) {
@@ -850,7 +856,7 @@ template <int VCHUNKS> __device__ __forceinline__ uint32_t fa2w_stage_offset(int
 // warp moved) and the epilogue are the causal kernel's.
 template <typename T, int HDV, int NWG, int PV_N>
 __global__ void __launch_bounds__(NWG * 128, 1)
-    fa2_full_wgmma_kernel(FA2_KERNEL_PARAMS p)
+    fa2_full_wgmma_kernel(const __grid_constant__ fa2_prefill_params p)
 {
 #if FA2W_ARCH
     typedef fa2w_full_shape<HDV, NWG, PV_N> S;
@@ -1024,11 +1030,8 @@ __global__ void __launch_bounds__(NWG * 128, 1)
     __syncthreads();
 #pragma unroll
     for (int h = 0; h < 2; h++) {
-        float l = st.l[h];
-        l += __shfl_xor_sync(0xffffffffu, l, 1);
-        l += __shfl_xor_sync(0xffffffffu, l, 2);
         // l >= 1 for a valid row; an invalid row's may be 0: written NaN below
-        const float inv_l = 1.0f / l;
+        const float inv_l = fa2w_inv_l(st.l[h]);
         const int row = row0 + 8 * h;
 #pragma unroll
         for (int d = 0; d < VCHUNKS; d++) {

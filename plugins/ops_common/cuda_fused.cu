@@ -1004,6 +1004,23 @@ extern "C" int cuda_matmul_argmax(const orin_exec *ex, const orin_matmul_argmax_
 
 // ---- add_rmsnorm --------------------------------------------------------------------
 
+// Row blockIdx.x of the add_rmsnorm kernels' operands; `write`: x_out gets the
+// sum (a residual), or the copy (x_out apart from x).
+template <typename T> struct norm_row {
+    const T *x;
+    T *x_out;
+    const T *residual;
+    bool write;
+};
+
+template <typename T>
+__device__ __forceinline__ norm_row<T> norm_row_of(const T *xin, T *xout, const T *residual, int d)
+{
+    const size_t off = (size_t)blockIdx.x * d;
+    return {xin + off, xout + off, residual ? residual + off : nullptr,
+            residual != nullptr || xout != xin};
+}
+
 // xout[row] = round(xin + residual); out[row] = w * (xout * 1/sqrt(mean(xout^2)
 // + eps)), the sum of squares over the rounded sum in f32, as add then rmsnorm
 // compute it. xout is xin (the op: in place; nothing written without a
@@ -1019,10 +1036,10 @@ __global__ void __launch_bounds__(256)
     __shared__ float scratch[32];
     orin_cu_allow_next();
     orin_cu_wait_prior();
-    const T *xr = xin + (size_t)blockIdx.x * d;
-    T *xw = xout + (size_t)blockIdx.x * d;
-    const T *rr = residual ? residual + (size_t)blockIdx.x * d : nullptr;
-    const bool write = rr || xout != xin;
+    const norm_row<T> row = norm_row_of(xin, xout, residual, d);
+    const T *xr = row.x, *rr = row.residual;
+    T *xw = row.x_out;
+    const bool write = row.write;
     float ss = 0.0f;
     for (int j = threadIdx.x; j < d; j += blockDim.x) {
         float v = orin_cu_f32(xr[j]);
@@ -1068,10 +1085,10 @@ __global__ void __launch_bounds__(256)
     }
     orin_cu_allow_next();
     orin_cu_wait_prior();
-    const T *xr = xin + (size_t)blockIdx.x * d;
-    T *xw = xout + (size_t)blockIdx.x * d;
-    const T *rr = residual ? residual + (size_t)blockIdx.x * d : nullptr;
-    const bool write = rr || xout != xin;
+    const norm_row<T> row = norm_row_of(xin, xout, residual, d);
+    const T *xr = row.x, *rr = row.residual;
+    T *xw = row.x_out;
+    const bool write = row.write;
     float v[V][N];
     float ss = 0.0f;
 #pragma unroll
