@@ -63,9 +63,6 @@ if [ $sanitize = 1 ]; then
   # racecheck one kernel family at a time (TOOL@NAME: only kernels whose name
   # contains NAME), the decode kernels under each way of merging the pieces.
   checks+=("ops.attention.fa2 memcheck $build/test_ops_attention fa2 --device cuda")
-  # (ORIN_TEST_VERBOSE: each case's line first, so that a run the sanitizer
-  # stops names its case; ORIN_TEST_ONLY=TEXT then runs that case alone)
-  checks+=("ops.attention.fa2.prefill racecheck@fa2_prefill env ORIN_TEST_VERBOSE=1 $build/test_ops_attention fa2 --device cuda")
   for combine in cluster two-kernel; do
     checks+=("ops.attention.fa2.$combine racecheck@fa2d env ORIN_FA2_DECODE_CONFIG=$combine $build/test_ops_attention fa2 --device cuda")
   done
@@ -79,8 +76,22 @@ if [ $sanitize = 1 ]; then
         --error-exitcode 99 --print-limit 20 "$@" >"$out/san-$name-$tool.log" 2>&1
       echo $? >"$out/san-$name-$tool.rc" ) &
   done
+  # fa2's prefill kernels: with --kernel-name, racecheck stops on this suite
+  # (and on test_ops_fused) with "Internal Sanitizer Error: failed to handle a
+  # hardware exception" (bench/notes/fa2-prefill.md), so they run unfiltered:
+  # the prefill cases alone (ORIN_TEST_ONLY: the suite's other parts are then
+  # skipped), a process per dtype and one for the 1-row cases.
+  prefill=()
+  for only in "rows f32" "rows f16" "rows bf16" "1 row"; do
+    name=ops.attention.fa2.prefill.${only// /-}
+    prefill+=("$name racecheck")
+    ( ORIN_TEST_QUICK=1 ORIN_TEST_VERBOSE=1 ORIN_TEST_ONLY="attention.prefill fa2 $only" \
+        timeout "${SAN_TIMEOUT:-300}" "$cs" --tool racecheck --error-exitcode 99 --print-limit 20 \
+        "$build/test_ops_attention" fa2 --device cuda >"$out/san-$name-racecheck.log" 2>&1
+      echo $? >"$out/san-$name-racecheck.rc" ) &
+  done
   wait
-  for c in "${checks[@]}"; do
+  for c in "${checks[@]}" "${prefill[@]}"; do
     set -- $c
     set -- "$1" "${2%@*}"
     log="$out/san-$1-$2.log"

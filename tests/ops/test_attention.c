@@ -1001,12 +1001,17 @@ int main(int argc, char **argv)
     ops_test_registry();
     test_registrations();
     run_cases();
-    test_errors();
+    /* under ORIN_TEST_ONLY, the parts that are not cases run only when named */
+    if (ops_test_selected("errors"))
+        test_errors();
     if (ops_on_gpu()) {
         test_against_mha();
-        test_bad_positions();
-        test_fallback();
-        test_graph_replay();
+        if (ops_test_selected("bad positions"))
+            test_bad_positions();
+        if (ops_test_selected("fallback"))
+            test_fallback();
+        if (ops_test_selected("graph replay"))
+            test_graph_replay();
     }
     ops_test_registry_free();
     return test_finish();
