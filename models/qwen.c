@@ -155,7 +155,7 @@ struct orin_model {
     orin_graph *prefill;                  /* rebuilt per chunk */
     /* The decode step, built once and run every step: ending in the logits
      * (for orin_model_sample), or, where matmul.argmax is bound, a second one
-     * ending in the greedy pick (orin_model_decode_greedy). */
+     * ending in the greedy pick (orin_model_decode_sample). */
     decode_step decode, decode_greedy;
     orin_tensor greedy_id;                /* device: i32 [1], decode_greedy's pick */
     orin_profile *profile;                /* --profile: decode steps run op by op, timed */
