@@ -177,6 +177,26 @@ static void test_greedy(void)
           "greedy distribution is one-hot");
     orin_sampler_free(s);
 
+    /* Plain greedy (matmul.argmax may stand in for it): greedy, no penalty. */
+    struct {
+        orin_sampler_params p;
+        bool plain;
+    } kinds[] = {
+        {params(0, 0, 1, 0), true},       {params(0.8f, 1, 1, 0), true},
+        {params(0.8f, 2, 1, 0), false},   {params(1, 0, 1, 0), false},
+    };
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        for (int pen = 0; pen < 3; pen++) {
+            orin_sampler_params p = kinds[i].p;
+            p.repetition_penalty = pen == 1 ? 1.1f : 1.0f;
+            p.presence_penalty = pen == 2 ? 0.5f : 0.0f;
+            orin_sampler *q = orin_sampler_create(&p);
+            CHECK(q && orin_sampler_plain_greedy(q) == (kinds[i].plain && pen == 0),
+                  "plain greedy: kind %zu, penalty %d", i, pen);
+            orin_sampler_free(q);
+        }
+    }
+
     /* Parameters are checked. */
     orin_sampler_params bad[] = {params(-1, 0, 1, 0), params(1, -1, 1, 0), params(1, 0, 0, 0),
                                  params(1, 0, 1.5f, 0), params(1, 0, 1, -0.1f),
