@@ -87,6 +87,10 @@ typedef struct decode_step {
     void *replay;                         /* the captured step (a CUDA graph) */
 } decode_step;
 
+/* The decode steps a model has: the one ending in the logits, always; the one
+ * ending in the greedy pick where matmul.argmax is bound. */
+enum { DECODE_LOGITS, DECODE_GREEDY, DECODE_STEPS };
+
 /* The candidates sample.candidates may return to the host (a top_k of 20 asks
  * for 40: orin_sampler_candidates_top_k). */
 #define SAMPLE_MAX 256
@@ -156,8 +160,8 @@ struct orin_model {
     /* The decode step, built once and run every step: ending in the logits
      * (for orin_model_sample), or, where matmul.argmax is bound, a second one
      * ending in the greedy pick (orin_model_decode_sample). */
-    decode_step decode, decode_greedy;
-    orin_tensor greedy_id;                /* device: i32 [1], decode_greedy's pick */
+    decode_step decode[DECODE_STEPS];
+    orin_tensor greedy_id;                /* device: i32 [1], the greedy step's pick */
     orin_profile *profile;                /* --profile: decode steps run op by op, timed */
     orin_profile *prefill_profile;        /* --profile: prefill chunks' ops, timed */
 
@@ -1493,11 +1497,10 @@ static int reserve_bytes(orin_model *m, size_t need)
         m->dev->ops->free(m->dev, m->workspace);
     m->workspace = w;
     m->workspace_size = need;
-    decode_step *steps[2] = {&m->decode, &m->decode_greedy};
-    for (int i = 0; i < 2; i++)
-        if (steps[i]->replay) { /* it points at the old workspace: capture again */
-            m->dev->ops->graph_destroy(m->dev, steps[i]->replay);
-            steps[i]->replay = NULL;
+    for (int i = 0; i < DECODE_STEPS; i++)
+        if (m->decode[i].replay) { /* it points at the old workspace: capture again */
+            m->dev->ops->graph_destroy(m->dev, m->decode[i].replay);
+            m->decode[i].replay = NULL;
         }
     return 0;
 }
@@ -1582,14 +1585,13 @@ static int run_decode(orin_model *m, decode_step *step, int32_t pos)
  * (a float lm_head), the one ending in the greedy pick. */
 static int build_decode_steps(orin_model *m, const orin_model_options *opt)
 {
-    decode_step *steps[2] = {&m->decode, &m->decode_greedy};
-    for (int i = 0; i < 2; i++) {
-        if (i == 1 && !m->op.matmul_argmax)
+    for (int i = 0; i < DECODE_STEPS; i++) {
+        if (i == DECODE_GREEDY && !m->op.matmul_argmax)
             break;
-        decode_step *step = steps[i];
+        decode_step *step = &m->decode[i];
         step->m = m;
         if (!(step->graph = orin_graph_create()) ||
-            build_graph(m, step->graph, 1, true, m->context, 1, i == 1) != 0)
+            build_graph(m, step->graph, 1, true, m->context, 1, i == DECODE_GREEDY) != 0)
             return -1;
         step->replayable = decode_replayable(m, step->graph, opt->cuda_graph);
     }
@@ -1602,11 +1604,10 @@ void orin_model_free(orin_model *m)
 {
     if (!m)
         return;
-    decode_step *steps[2] = {&m->decode, &m->decode_greedy};
-    for (int i = 0; i < 2; i++) {
-        if (steps[i]->replay)
-            m->dev->ops->graph_destroy(m->dev, steps[i]->replay);
-        orin_graph_free(steps[i]->graph);
+    for (int i = 0; i < DECODE_STEPS; i++) {
+        if (m->decode[i].replay)
+            m->dev->ops->graph_destroy(m->dev, m->decode[i].replay);
+        orin_graph_free(m->decode[i].graph);
     }
     orin_graph_free(m->prefill);
     orin_vision_free(m->vision);
@@ -2081,10 +2082,18 @@ int32_t orin_model_rope_delta(const orin_model *m)
     return m->rope_delta;
 }
 
+/* The token `id` at pos through one of the decode steps: checked, uploaded,
+ * run. */
+static int decode_token(orin_model *m, decode_step *step, int32_t id, int32_t pos)
+{
+    if (check_tokens(m, &id, 1, pos) != 0 || upload_step(m, &id, 1, pos) != 0)
+        return -1;
+    return run_decode(m, step, pos);
+}
+
 int orin_model_decode(orin_model *m, int32_t id, int32_t pos, float *logits)
 {
-    if (check_tokens(m, &id, 1, pos) != 0 || upload_step(m, &id, 1, pos) != 0 ||
-        run_decode(m, &m->decode, pos) != 0)
+    if (decode_token(m, &m->decode[DECODE_LOGITS], id, pos) != 0)
         return -1;
     if (logits && fetch_logits(m, 1, logits) != 0)
         return -1;
@@ -2094,12 +2103,11 @@ int orin_model_decode(orin_model *m, int32_t id, int32_t pos, float *logits)
 int32_t orin_model_decode_sample(orin_model *m, orin_sampler *s, int32_t id, int32_t pos,
                                  const int32_t *history, int32_t n)
 {
-    if (!m->decode_greedy.graph || !orin_sampler_plain_greedy(s))
+    if (!m->decode[DECODE_GREEDY].graph || !orin_sampler_plain_greedy(s))
         return orin_model_decode(m, id, pos, NULL) != 0 ? -1
                                                         : orin_model_sample(m, s, history, n);
     int32_t next;
-    if (check_tokens(m, &id, 1, pos) != 0 || upload_step(m, &id, 1, pos) != 0 ||
-        run_decode(m, &m->decode_greedy, pos) != 0 ||
+    if (decode_token(m, &m->decode[DECODE_GREEDY], id, pos) != 0 ||
         m->dev->ops->copy_d2h(m->dev, &next, m->greedy_id.data, sizeof next) != 0)
         return -1;
     return next >= 0 ? next : orin_error_set("sampler: every logit is NaN");

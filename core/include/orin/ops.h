@@ -298,7 +298,8 @@ typedef struct orin_add_rmsnorm_args {
 } orin_add_rmsnorm_args;
 
 /* A residual add + rmsnorm in front of a product (the fused matmul.qkv and
- * matmul.swiglu ops, float and quantized; none when weight.data is NULL):
+ * matmul.swiglu ops, float and quantized, and matmul.argmax; none when
+ * weight.data is NULL):
  *   x_out = x + residual (x itself when residual.data is NULL), rounded to the
  *           dtype, then the product reads rmsnorm(x_out) * weight (eps) in place
  *           of x:
