@@ -22,7 +22,7 @@
  *                        [--dtypes f16,bf16] [--runs N] [--plugins DIR]
  *                        [--fa2-configs A,B] [--fa2-prefill-configs A,B]
  *                        [--fa2-decode-configs A,B] [--kv-layout position|head]
- *                        [--lens N,N]
+ *                        [--lens N,N] [--decode-lens N,N]
  * --fa2-configs sets both lists: each value runs fa2 once with
  * ORIN_FA2_PREFILL_CONFIG (prefill rows) or ORIN_FA2_DECODE_CONFIG (decode rows)
  * set to it, as its own row ("default": the variable unset). The prefill
@@ -30,6 +30,8 @@
  * run (bench/attention.sh runs a process per config). A row that cannot
  * run says why (skipped (workspace), failed: ...) and the others go on.
  * --lens: only these of the lengths above (S or L), e.g. for a profiler.
+ * --decode-lens: decode at these cache lengths instead (any, up to 1,048,576),
+ * e.g. to split a call's fixed cost from its per-byte cost.
  * --kv-layout: the cache's layout, "position" ([position][kv head][hd], the
  * engine's, default) or "head" ([kv head][position][hd]: each head's rows
  * contiguous, as torch's [B, H, L, D]); the kernels take either through the
@@ -66,7 +68,8 @@ static orin_kv_view kv_view(orin_dtype dt, int capacity)
         .head_stride = kv_head_major ? (int64_t)capacity * HEAD_DIM : HEAD_DIM,
     };
 }
-static const int decode_lens[] = {1024, 8192, 32768};
+static const int default_decode_lens[] = {1024, 8192, 32768};
+enum { MAX_DECODE_LENS = 16, MAX_DECODE_LEN = 1 << 20 };
 
 /* One result row: what it measured, or why not (status). */
 typedef struct row {
@@ -328,12 +331,28 @@ static bool len_listed(const bench_list *lens, int len)
     return bench_listed(lens, text);
 }
 
+/* "N,N,...": at most MAX_DECODE_LENS lengths of 1 .. MAX_DECODE_LEN. */
+static int parse_lens(const char *text, int *lens, int *n)
+{
+    *n = 0;
+    for (const char *p = text; *p;) {
+        char *end;
+        const long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || v > MAX_DECODE_LEN || *n == MAX_DECODE_LENS ||
+            (*end != ',' && *end != '\0'))
+            return -1;
+        lens[(*n)++] = (int)v;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return *n > 0 ? 0 : -1;
+}
+
 static int usage(const char *prog)
 {
     fprintf(stderr, "usage: %s [--json] [--mode prefill|decode|all] [--providers mha,fa1,fa2] "
                     "[--dtypes f16,bf16] [--runs N] [--plugins DIR] [--fa2-configs A,B] "
                     "[--fa2-prefill-configs A,B] [--fa2-decode-configs A,B] "
-                    "[--kv-layout position|head] [--lens N,N]\n", prog);
+                    "[--kv-layout position|head] [--lens N,N] [--decode-lens N,N]\n", prog);
     return 1;
 }
 
@@ -344,6 +363,9 @@ int main(int argc, char **argv)
     char providers_text[256] = "mha,fa1,fa2", dtypes_text[64] = "f16,bf16";
     char prefill_cfg_text[512] = "default", decode_cfg_text[512] = "default";
     char lens_text[128] = "512,1024,2048,8192,16384,32768";
+    int decode_lens[MAX_DECODE_LENS], n_decode_lens = 3;
+    bool decode_lens_given = false;
+    memcpy(decode_lens, default_decode_lens, sizeof default_decode_lens);
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(arg, "--json") == 0) {
@@ -369,6 +391,10 @@ int main(int argc, char **argv)
             snprintf(decode_cfg_text, sizeof decode_cfg_text, "%s", val), i++;
         } else if (strcmp(arg, "--lens") == 0) {
             snprintf(lens_text, sizeof lens_text, "%s", val), i++;
+        } else if (strcmp(arg, "--decode-lens") == 0) {
+            if (parse_lens(val, decode_lens, &n_decode_lens) != 0)
+                return usage(argv[0]);
+            decode_lens_given = true, i++;
         } else if (strcmp(arg, "--kv-layout") == 0 &&
                    (strcmp(val, "position") == 0 || strcmp(val, "head") == 0)) {
             kv_head_major = strcmp(val, "head") == 0, i++;
@@ -410,8 +436,8 @@ int main(int argc, char **argv)
                         run_prefill(&b, provider, fa2 ? prefill_cfgs.item[c] : NULL,
                                     all_dtypes[d], prefill_lens[i]);
             for (int c = 0; do_decode && c < (fa2 ? decode_cfgs.n : 1); c++)
-                for (size_t i = 0; i < sizeof decode_lens / sizeof *decode_lens; i++)
-                    if (len_listed(&lens, decode_lens[i]))
+                for (int i = 0; i < n_decode_lens; i++)
+                    if (decode_lens_given || len_listed(&lens, decode_lens[i]))
                         run_decode(&b, provider, fa2 ? decode_cfgs.item[c] : NULL,
                                    all_dtypes[d], decode_lens[i]);
         }

@@ -62,10 +62,14 @@ if [ $sanitize = 1 ]; then
   # fa2's suite under racecheck instruments every kernel and outruns the cap:
   # racecheck one kernel family at a time (TOOL@NAME: only kernels whose name
   # contains NAME), the decode kernels under each way of merging the pieces.
+  # cluster-w8: the cluster kernel's 8-warp blocks; prefetch: the L2 prefetch
+  # before the PDL wait forced on at every length.
   checks+=("ops.attention.fa2 memcheck $build/test_ops_attention fa2 --device cuda")
-  for combine in cluster two-kernel; do
-    checks+=("ops.attention.fa2.$combine racecheck@fa2d env ORIN_FA2_DECODE_CONFIG=$combine $build/test_ops_attention fa2 --device cuda")
+  for combine in cluster two-kernel cluster-w8:cluster+cwarps=8 prefetch:two-kernel+prefetch=2; do
+    cfg=${combine#*:} name=${combine%%:*}
+    checks+=("ops.attention.fa2.$name racecheck@fa2d env ORIN_FA2_DECODE_CONFIG=$cfg $build/test_ops_attention fa2 --device cuda")
   done
+  checks+=("ops.attention.fa2.cluster-w8 memcheck env ORIN_FA2_DECODE_CONFIG=cluster+cwarps=8 $build/test_ops_attention fa2 --device cuda")
   SECONDS=0
   for c in "${checks[@]}"; do
     set -- $c

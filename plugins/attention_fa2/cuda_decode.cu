@@ -47,10 +47,12 @@
 //   cluster (sm_90, the mma kernel): the pieces are the blocks of one
 //        thread-block cluster per (kv head, row chunk), which merge over
 //        distributed shared memory: one launch, no workspace
-//        (fa2d_cluster_mma). Chosen where every unit's cluster runs at once
-//        and either they cover >= 80 % of the SMs or max_kv_len <= 8192
-//        (fa2d_cluster_size). H200, Qwen3-8B shape, graph replay: 1k 7.4 us
-//        against 10.3 two-kernel, 8k 17.1 against 18.0.
+//        (fa2d_cluster_mma, blocks of 16 warps, or of 8 up to 4k positions
+//        where 16 whole SMs a cluster do not fit). Chosen where every unit's
+//        cluster runs at once and either they cover >= 80 % of the SMs or
+//        max_kv_len <= 8192 (fa2d_cluster_size). H200, Qwen3-8B shape, graph
+//        replay: 1k 7.4 us against 10.3 two-kernel, 8k 17.1 against 18.0;
+//        H100: 1k 7.9 us (16 x 8 warps) against 8.3 (8 x 16).
 //   two-kernel (the rest): a second kernel, one block per query head, combines.
 //   fused: the last block of a (kv head, row chunk) to finish, found
 //        with an atomic counter, combines that chunk's rows: one launch. The
@@ -66,13 +68,22 @@
 // while the last block's combine serialises behind the slowest split and its
 // counter fence. fused remains for comparison.
 //
+// Before the PDL wait, the cp.async split kernel and the cluster kernel may
+// prefetch their first K/V rows into L2 (fa2d_prefetch_warp), so that the first
+// DRAM round trip overlaps the previous kernel's tail: by default one warp step
+// where the call's piece has at least 4 steps a warp (long contexts). H100,
+// graph replay: 32k 53.4 -> 52.4 us, 16k 31.7 -> 29.8; Qwen3-8B decode in a
+// model unchanged (within 0.01 ms at 512 to 32k).
+//
 // ORIN_FA2_DECODE_CONFIG: words joined by '+': "auto", "cluster",
 // "cluster=8|12|14|16", "two-kernel" or "fused"; "mma" or "simt"; "cpasync" or
 // "cpasync=2|3|4|6" (the mma split kernel through shared memory, with the
 // default or that many K/V tiles in flight a warp; "cpasync=0": through
 // registers, fa2d_split_mma); "bps=N" (blocks per SM the split count aims at;
-// default: the kernel's occupancy). Unset or empty: auto+mma. An unknown word
-// is an error.
+// default: the kernel's occupancy); "cwarps=8|16" (the cluster kernel's warps a
+// block; default: AUTO's pick); "prefetch=N" (warp steps prefetched before the
+// PDL wait, 0..8; default: the rule above). Unset or empty: auto+mma. An
+// unknown word is an error.
 #include "cuda.h"
 
 #include "orin/cuda_util.cuh"
@@ -99,9 +110,10 @@ enum {
     FA2D_SIMT_ROWS = 4,    // at most, in the simt kernel (registers: q and acc are R x 8 f32)
     FA2D_SLABS = 8,        // streams that can run the fused variant
     FA2D_SLAB_COUNTERS = 1024,
-    FA2D_CLUSTER_WARPS = 16,   // warps a block of the cluster kernel
-    FA2D_CLUSTER_THREADS = FA2D_CLUSTER_WARPS * 32,
+    FA2D_CLUSTER_WARPS = 16,   // warps a block of the cluster kernel (default; "cwarps=8")
     FA2D_CLUSTER_SHORT = 8192, // max_kv_len up to which the cluster kernel runs even on part of the SMs
+    FA2D_CLUSTER_TINY = 4096,  // ... up to which clusters of 16 8-warp blocks may be picked
+    FA2D_PREFETCH_LONG = 4,    // warp steps a piece must have for the default prefetch
 };
 
 // The fused variant's arrival counters: [slab][kv head * row chunks + chunk].
@@ -120,6 +132,7 @@ struct fa2d_params {
     float *partial_o;            // [splits, H, hd]
     float *partial_lse;          // [splits, H]
     int slab;                    // fused: the counter slab; -1: two-kernel
+    int prefetch_steps;          // warp steps of K/V each warp prefetches into L2 before the PDL wait
 };
 
 // ---- small device helpers ----
@@ -151,9 +164,8 @@ struct fa2d_pieces {
     int active;
 };
 
-__device__ __forceinline__ fa2d_pieces fa2d_cut(const fa2d_params &P)
+__device__ __forceinline__ fa2d_pieces fa2d_cut_at(const fa2d_params &P, int32_t p)
 {
-    const int32_t p = P.positions[0];
     fa2d_pieces c;
     c.n = (p >= 0 && p < P.max_kv_len) ? (int64_t)p + 1 : 0;
     c.len = ((c.n + P.splits - 1) / P.splits + FA2D_ALIGN - 1) / FA2D_ALIGN * FA2D_ALIGN;
@@ -161,14 +173,68 @@ __device__ __forceinline__ fa2d_pieces fa2d_cut(const fa2d_params &P)
     return c;
 }
 
+__device__ __forceinline__ fa2d_pieces fa2d_cut(const fa2d_params &P)
+{
+    return fa2d_cut_at(P, P.positions[0]);
+}
+
 // This block's piece: [*begin, *end), empty when begin >= end (past p, or p
 // invalid: then every piece is empty).
+__device__ __forceinline__ void fa2d_range_at(const fa2d_params &P, int32_t p, int split,
+                                              int64_t *begin, int64_t *end)
+{
+    const fa2d_pieces c = fa2d_cut_at(P, p);
+    *begin = (int64_t)split * c.len;
+    *end = *begin + c.len < c.n ? *begin + c.len : c.n;
+}
+
 __device__ __forceinline__ void fa2d_range(const fa2d_params &P, int split, int64_t *begin,
                                            int64_t *end)
 {
-    const fa2d_pieces c = fa2d_cut(P);
-    *begin = (int64_t)split * c.len;
-    *end = *begin + c.len < c.n ? *begin + c.len : c.n;
+    fa2d_range_at(P, P.positions[0], split, begin, end);
+}
+
+// The warp's first steps of K and V rows (rows base + s * stride .. + 15 for
+// s < steps, of this block's piece `split`, warps interleaved by 16 positions)
+// into L2: P.prefetch_steps of them, or with -1 one where the piece has
+// FA2D_PREFETCH_LONG steps a warp (shorter pieces gain less than the prefetch
+// takes from the previous kernel's bandwidth), or none with 0. Called BEFORE
+// the PDL wait, so that the
+// first DRAM round trips overlap the previous kernel's tail (the combine of the
+// call before, or rope_kv_write). Safe whatever that kernel writes: a prefetch
+// only fills L2, where every write lands, and moves no data into the SM. p is
+// read here without the wait, as a hint: a value the previous kernel is about
+// to change only makes the prefetch useless, never the result wrong (the read
+// is volatile, so the kernel reads positions again after the wait), and a p
+// outside 0..max_kv_len - 1 prefetches nothing (rows below max_kv_len are in
+// the cache). Two 128-byte lines a row at hd 128, one at hd 64.
+template <typename T, int HD>
+__device__ __forceinline__ void fa2d_prefetch_warp(const fa2d_params &P, int split, int kvh,
+                                                   int64_t stride)
+{
+    if (P.prefetch_steps == 0)
+        return;
+    const int32_t p = *(const volatile int32_t *)P.positions;
+    int64_t begin, end;
+    fa2d_range_at(P, p, split, &begin, &end); // empty for an invalid p
+    const int steps = P.prefetch_steps > 0 ? P.prefetch_steps
+                      : end - begin >= FA2D_PREFETCH_LONG * stride ? 1 : 0;
+    constexpr int LINES = HD * (int)sizeof(T) / 128, PER_STEP = 16 * 2 * LINES;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const T *K = (const T *)P.cache.k, *V = (const T *)P.cache.v;
+    for (int s = 0; s < steps; s++) {
+        const int64_t base = begin + 16 * warp + s * stride;
+        if (base >= end)
+            break;
+        for (int i = lane; i < PER_STEP; i += 32) {
+            const int row = i / (2 * LINES), tensor = i / LINES % 2, line = i % LINES;
+            if (base + row < end) {
+                const T *a = (tensor ? V : K) + orin_kv_offset(&P.cache, base + row, kvh) +
+                             line * (128 / (int)sizeof(T));
+                asm volatile("prefetch.global.L2 [%0];" ::"l"(a));
+            }
+        }
+    }
 }
 
 __device__ __forceinline__ bool fa2d_valid_position(const fa2d_params &P)
@@ -968,6 +1034,7 @@ __global__ void __launch_bounds__(FA2D_THREADS, 4) fa2d_split_cp(const fa2d_para
     extern __shared__ __align__(16) unsigned char fa2d_dynamic_smem[];
     fa2d_smem<R, HD> &sm = *reinterpret_cast<fa2d_smem<R, HD> *>(fa2d_dynamic_smem);
     orin_cu_allow_next(); // PDL, as in fa2d_split_mma
+    fa2d_prefetch_warp<T, HD>(P, blockIdx.x, blockIdx.y / P.row_chunks, 16 * FA2D_WARPS);
     orin_cu_wait_prior();
 
     const int warp = threadIdx.x >> 5;
@@ -988,19 +1055,20 @@ __global__ void __launch_bounds__(FA2D_THREADS, 4) fa2d_split_cp(const fa2d_para
 
 // Per block: its warps' results, then the block's merged rows, which the
 // other blocks of the cluster read through distributed shared memory.
-template <int HD> struct fa2d_cluster_smem {
-    float o[FA2D_CLUSTER_WARPS][FA2D_MMA_ROWS][HD]; // each warp's O, unnormalised
-    float m[FA2D_CLUSTER_WARPS][FA2D_MMA_ROWS];
-    float l[FA2D_CLUSTER_WARPS][FA2D_MMA_ROWS];
+template <int HD, int W> struct fa2d_cluster_smem {
+    float o[W][FA2D_MMA_ROWS][HD]; // each warp's O, unnormalised
+    float m[W][FA2D_MMA_ROWS];
+    float l[W][FA2D_MMA_ROWS];
     float block_o[FA2D_MMA_ROWS][HD];                // the block's O relative to block_m
     float block_m[FA2D_MMA_ROWS];
     float block_l[FA2D_MMA_ROWS];
 };
 
 // Launch: grid (C, Hkv * row chunks) in clusters of C (8 to 16) blocks along
-// x, one cluster a (kv head, row chunk) unit; 512 threads
-// (16 warps), dynamic shared memory sizeof(fa2d_cluster_smem) (70.7 KB at hd
-// 128), one block an SM (128 registers). Block rank r takes piece r of the
+// x, one cluster a (kv head, row chunk) unit; W x 32 threads (W = 16 warps:
+// dynamic shared memory sizeof(fa2d_cluster_smem) 70.7 KB at hd 128, one block
+// an SM; W = 8: 37 KB, up to two an SM, so that a cluster of 16 fits in a GPC
+// with fewer than 16 free SMs); 128 registers. Block rank r takes piece r of the
 // p + 1 positions (fa2d_range with splits = C); its warps run the mma
 // kernel's steps (fa2d_mma_step), merge in shared memory, then, after a
 // cluster barrier, each block combines a 1/C share of the unit's rows x hd
@@ -1010,19 +1078,23 @@ template <int HD> struct fa2d_cluster_smem {
 // second barrier keeps every block's shared memory alive until all have read it.
 // Bound: the latency of one launch and its few round trips at short contexts
 // (Qwen3-8B, H200, clusters of 8 on 64 SMs: 7.4 us at 1k against 10.3 for
-// two kernels); memory bandwidth at long ones, where it runs only if the
-// clusters cover most SMs (16 warps an SM, as the split kernel at 4 blocks).
-template <typename T, int HD, int C>
-__global__ void __launch_bounds__(FA2D_CLUSTER_THREADS, 1) fa2d_cluster_mma(const fa2d_params P)
+// two kernels; H100, 16 x 8 warps: 7.9 us against 8.3 for 8 x 16); memory
+// bandwidth at long ones, where it runs only if the clusters cover most SMs
+// with 16 warps an SM (8-warp blocks stream too few bytes: 32k at 76 % of the
+// copy against 86 % for the split kernel).
+template <typename T, int HD, int C, int W>
+__global__ void __launch_bounds__(W * 32, 16 / W) fa2d_cluster_mma(const fa2d_params P)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    constexpr int W = FA2D_CLUSTER_WARPS, R = FA2D_MMA_ROWS;
+    constexpr int R = FA2D_MMA_ROWS, THREADS = W * 32;
     extern __shared__ __align__(16) unsigned char fa2d_dynamic_smem[];
-    fa2d_cluster_smem<HD> &sm = *reinterpret_cast<fa2d_cluster_smem<HD> *>(fa2d_dynamic_smem);
+    fa2d_cluster_smem<HD, W> &sm =
+        *reinterpret_cast<fa2d_cluster_smem<HD, W> *>(fa2d_dynamic_smem);
+    cg::cluster_group cluster = cg::this_cluster();
     orin_cu_allow_next(); // PDL, as in fa2d_split_mma
+    fa2d_prefetch_warp<T, HD>(P, (int)cluster.block_rank(), blockIdx.y / P.row_chunks, 16 * W);
     orin_cu_wait_prior();
 
-    cg::cluster_group cluster = cg::this_cluster();
     const int warp = threadIdx.x >> 5;
     const int rank = (int)cluster.block_rank(), unit = blockIdx.y;
     const int kvh = unit / P.row_chunks, chunk = unit % P.row_chunks;
@@ -1037,7 +1109,7 @@ __global__ void __launch_bounds__(FA2D_CLUSTER_THREADS, 1) fa2d_cluster_mma(cons
     __syncthreads();
 
     // The block's rows from its warps (a warp without positions weighs 0).
-    for (int i = threadIdx.x; i < rows * HD; i += FA2D_CLUSTER_THREADS) {
+    for (int i = threadIdx.x; i < rows * HD; i += THREADS) {
         const int r = i / HD, d = i % HD;
         float M = -INFINITY;
 #pragma unroll
@@ -1062,7 +1134,7 @@ __global__ void __launch_bounds__(FA2D_CLUSTER_THREADS, 1) fa2d_cluster_mma(cons
     // invalid p left every piece empty: every weight is 0 and the row NaN.
     const bool valid = fa2d_valid_position(P);
     const int items = rows * HD, share = (items + C - 1) / C;
-    for (int i = threadIdx.x; i < share; i += FA2D_CLUSTER_THREADS) {
+    for (int i = threadIdx.x; i < share; i += THREADS) {
         const int item = rank * share + i;
         if (item >= items)
             break;
@@ -1070,7 +1142,7 @@ __global__ void __launch_bounds__(FA2D_CLUSTER_THREADS, 1) fa2d_cluster_mma(cons
         float mj[C], lj[C], oj[C];
 #pragma unroll
         for (int j = 0; j < C; j++) { // all 3 C remote loads in flight
-            const fa2d_cluster_smem<HD> *other = cluster.map_shared_rank(&sm, (unsigned)j);
+            const fa2d_cluster_smem<HD, W> *other = cluster.map_shared_rank(&sm, (unsigned)j);
             mj[j] = other->block_m[r];
             lj[j] = other->block_l[r];
             oj[j] = other->block_o[r][d];
@@ -1270,13 +1342,15 @@ struct fa2d_config {
     int bps; // 0: the kernel's occupancy
     int cp;  // the mma split kernel: 0 fa2d_split_mma ("cpasync=0"); else fa2d_split_cp
              // with this many tiles a warp (2, 3, 4, 6; "cpasync=N"), -1 its default
+    int prefetch; // warp steps prefetched before the PDL wait ("prefetch=N", 0..8), -1 default
+    int cwarps;   // warps a block of the cluster kernel: 8 or 16 ("cwarps=N"), 0: AUTO's pick
 };
 
 // ORIN_FA2_DECODE_CONFIG, read at every call (the benchmark changes it between rows).
 int fa2d_parse_config(fa2d_config *cfg)
 {
     *cfg = fa2d_config{.combine = FA2D_COMBINE_AUTO, .cluster = 0, .simt = false, .bps = 0,
-                       .cp = -1};
+                       .cp = -1, .prefetch = -1, .cwarps = 0};
     const char *env = getenv("ORIN_FA2_DECODE_CONFIG");
     if (!env)
         return 0;
@@ -1316,10 +1390,14 @@ int fa2d_parse_config(fa2d_config *cfg)
         } else if (sscanf(word, "cpasync=%d%c", &n, &extra) == 1 &&
                    (n == 0 || n == 2 || n == 3 || n == 4 || n == 6)) {
             cfg->cp = n;
+        } else if (sscanf(word, "cwarps=%d%c", &n, &extra) == 1 && (n == 8 || n == 16)) {
+            cfg->cwarps = n;
+        } else if (sscanf(word, "prefetch=%d%c", &n, &extra) == 1 && n >= 0 && n <= 8) {
+            cfg->prefetch = n;
         } else {
             return orin_error_set("%s: ORIN_FA2_DECODE_CONFIG \"%s\": unknown \"%s\" (words "
                                   "joined by '+': auto, cluster, cluster=8|12|14|16, two-kernel, "
-                                  "fused, mma, simt, cpasync, cpasync=0|2|3|4|6, bps=1..64)",
+                                  "fused, mma, simt, cpasync, cpasync=0|2|3|4|6, bps=1..64, prefetch=0..8, cwarps=8|16)",
                                   FA2D_LABEL, env, word);
         }
         p += strcspn(p, "+");
@@ -1327,6 +1405,21 @@ int fa2d_parse_config(fa2d_config *cfg)
             p++;
     }
     return 0;
+}
+
+// fa2d_params.prefetch_steps for a launch of `splits` pieces to blocks of
+// `warps` warps: the configured count ("prefetch=N"), else -1 (the kernel's
+// rule in fa2d_prefetch_warp: one step where the call's piece has
+// FA2D_PREFETCH_LONG steps a warp) if a full cache's pieces are that long, else
+// 0, and the kernel does not read p before the PDL wait.
+int fa2d_prefetch_steps(const fa2d_config *cfg, int32_t max_kv_len, int splits, int warps)
+{
+    if (cfg->prefetch >= 0)
+        return cfg->prefetch;
+    // fa2d_cut's piece length at p = max_kv_len - 1
+    const int64_t n = ((int64_t)max_kv_len + splits - 1) / splits;
+    const int64_t piece = (n + FA2D_ALIGN - 1) / FA2D_ALIGN * FA2D_ALIGN;
+    return piece >= (int64_t)FA2D_PREFETCH_LONG * 16 * warps ? -1 : 0;
 }
 
 // The counter slab of the exec's stream, or -1 when all are taken (the call then
@@ -1450,22 +1543,22 @@ template <typename T> fa2d_kernel fa2d_pick_cp(int hd, int tiles, size_t *smem)
 // where it runs none (before sm_90, or the runtime refuses the cluster size):
 // asked once per device and kernel, after allowing its shared memory and, for
 // C > 8, the non-portable cluster size.
-template <typename T, int HD, int C> int fa2d_cluster_capacity(const orin_exec *ex)
+template <typename T, int HD, int C, int W> int fa2d_cluster_capacity(const orin_exec *ex)
 {
     static int cached[16]; // capacity + 1; 0: not asked yet
     const int dev = ex->device->index;
     if (dev >= 0 && dev < 16 && cached[dev])
         return cached[dev] - 1;
     int clusters = 0;
-    const fa2d_kernel kernel = fa2d_cluster_mma<T, HD, C>;
-    const int smem = (int)sizeof(fa2d_cluster_smem<HD>);
+    const fa2d_kernel kernel = fa2d_cluster_mma<T, HD, C, W>;
+    const int smem = (int)sizeof(fa2d_cluster_smem<HD, W>);
     cudaLaunchAttribute attr = {};
     attr.id = cudaLaunchAttributeClusterDimension;
     attr.val.clusterDim.x = C;
     attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
     cudaLaunchConfig_t lc = {};
     lc.gridDim = dim3(C, 1);
-    lc.blockDim = dim3(FA2D_CLUSTER_THREADS);
+    lc.blockDim = dim3(W * 32);
     lc.dynamicSmemBytes = (size_t)smem;
     lc.attrs = &attr;
     lc.numAttrs = 1;
@@ -1488,70 +1581,106 @@ template <typename T, int HD, int C> int fa2d_cluster_capacity(const orin_exec *
 // or 12 can give every unit of a model its cluster at once where 16 cannot.
 static const int fa2d_cluster_sizes[] = {16, 14, 12, 8};
 
-template <typename T, int HD> int fa2d_capacity_of(const orin_exec *ex, int c)
+template <typename T, int HD, int W> int fa2d_capacity_w(const orin_exec *ex, int c)
 {
     switch (c) {
-    case 16: return fa2d_cluster_capacity<T, HD, 16>(ex);
-    case 14: return fa2d_cluster_capacity<T, HD, 14>(ex);
-    case 12: return fa2d_cluster_capacity<T, HD, 12>(ex);
-    default: return fa2d_cluster_capacity<T, HD, 8>(ex);
+    case 16: return fa2d_cluster_capacity<T, HD, 16, W>(ex);
+    case 14: return fa2d_cluster_capacity<T, HD, 14, W>(ex);
+    case 12: return fa2d_cluster_capacity<T, HD, 12, W>(ex);
+    default: return fa2d_cluster_capacity<T, HD, 8, W>(ex);
     }
 }
 
-// The cluster size this call runs the cluster kernel with, 0 for none. AUTO:
-// the largest size whose clusters, one a unit, all run at once, if they cover
-// at least 80 % of the SMs (long contexts are bandwidth-bound) or the context
-// is at most FA2D_CLUSTER_SHORT (latency-bound: one launch instead of two
-// matters more there than the SMs left idle); else none (two-kernel). CLUSTER:
-// the configured size, or the largest the GPU runs at all. Measured on
-// Qwen3-8B's shape (8 units; an H200 runs 7 clusters of 16, 14 or 12 at once
-// and 15 of 8: C = 8 up to 8k, two-kernel beyond): bench/notes/fa2-decode.md.
-template <typename T, int HD>
-int fa2d_cluster_size(const orin_exec *ex, const fa2d_config *cfg, int units, int32_t max_kv_len)
+template <typename T, int HD> int fa2d_capacity_of(const orin_exec *ex, int c, int w)
 {
+    return w == 8 ? fa2d_capacity_w<T, HD, 8>(ex, c) : fa2d_capacity_w<T, HD, 16>(ex, c);
+}
+
+// The clusters this call runs the cluster kernel with: C blocks of W warps,
+// C = 0 for none.
+struct fa2d_cluster_shape {
+    int c, w;
+};
+
+// AUTO: the largest C whose clusters of 16-warp blocks, one a unit, all run at
+// once, if they cover at least 80 % of the SMs (long contexts are
+// bandwidth-bound) or the context is at most FA2D_CLUSTER_SHORT (latency-bound:
+// one launch instead of two matters more there than the SMs left idle); else
+// none (two-kernel). Up to FA2D_CLUSTER_TINY, where clusters of 16 such blocks
+// do not all fit, clusters of 16 blocks of 8 warps first: a cluster's blocks
+// must share a GPC, and half-size blocks let 16 of them fit where 16 whole SMs
+// are not free; twice the blocks with half the positions each shorten the
+// latency chain of a short call, but 8 warps an SM stream too few bytes for
+// long ones. CLUSTER: the configured size and warps, or the largest size the
+// GPU runs at all. Measured on Qwen3-8B's shape (8 units; an H100 or H200 runs
+// 7 clusters of 16 16-warp blocks at once and 15 of 8) in
+// bench/notes/fa2-decode.md: 16 x 8 warps up to 4k, 8 x 16 up to 8k,
+// two-kernel beyond.
+template <typename T, int HD>
+fa2d_cluster_shape fa2d_cluster_size(const orin_exec *ex, const fa2d_config *cfg, int units,
+                                     int32_t max_kv_len)
+{
+    const fa2d_cluster_shape none = {0, 0};
     if (cfg->combine != FA2D_COMBINE_AUTO && cfg->combine != FA2D_COMBINE_CLUSTER)
-        return 0;
+        return none;
+    const int w = cfg->cwarps ? cfg->cwarps : FA2D_CLUSTER_WARPS;
     if (cfg->combine == FA2D_COMBINE_CLUSTER) {
         if (cfg->cluster)
-            return fa2d_capacity_of<T, HD>(ex, cfg->cluster) > 0 ? cfg->cluster : 0;
+            return fa2d_capacity_of<T, HD>(ex, cfg->cluster, w) > 0
+                       ? fa2d_cluster_shape{cfg->cluster, w} : none;
         for (int c : fa2d_cluster_sizes)
-            if (fa2d_capacity_of<T, HD>(ex, c) > 0)
-                return c;
-        return 0;
+            if (fa2d_capacity_of<T, HD>(ex, c, w) > 0)
+                return {c, w};
+        return none;
     }
+    if (!cfg->cwarps && max_kv_len <= FA2D_CLUSTER_TINY &&
+        fa2d_capacity_of<T, HD>(ex, 16, FA2D_CLUSTER_WARPS) < units &&
+        fa2d_capacity_of<T, HD>(ex, 16, 8) >= units)
+        return {16, 8};
     const int64_t sms = orin_cu_sm_count(ex);
     for (int c : fa2d_cluster_sizes) {
-        if (fa2d_capacity_of<T, HD>(ex, c) < units)
+        if (fa2d_capacity_of<T, HD>(ex, c, w) < units)
             continue;
         const bool covers = (int64_t)units * c * 10 >= sms * 8;
-        return covers || max_kv_len <= FA2D_CLUSTER_SHORT ? c : 0;
+        return covers || max_kv_len <= FA2D_CLUSTER_SHORT ? fa2d_cluster_shape{c, w} : none;
     }
-    return 0;
+    return none;
 }
 
-template <typename T, int HD, int C>
-int fa2d_launch_cluster(const orin_exec *ex, orin_dtype dt, fa2d_params P, int units)
+template <typename T, int HD, int C, int W>
+int fa2d_launch_cluster(const orin_exec *ex, orin_dtype dt, const fa2d_config *cfg,
+                        fa2d_params P, int units)
 {
     P.splits = C;
-    orin_cu_launch_cluster(ex, true, C, fa2d_cluster_mma<T, HD, C>, dim3(C, (unsigned)units),
-                           dim3(FA2D_CLUSTER_THREADS), sizeof(fa2d_cluster_smem<HD>), P);
-    return orin_cu_launched(FA2D_LABEL, dt, "cluster of %d, heads %d, head_dim %d, units %d, "
-                            "max_kv_len %d", C, P.heads, HD, units, P.max_kv_len);
+    P.prefetch_steps = fa2d_prefetch_steps(cfg, P.max_kv_len, C, W);
+    orin_cu_launch_cluster(ex, true, C, fa2d_cluster_mma<T, HD, C, W>, dim3(C, (unsigned)units),
+                           dim3(W * 32), sizeof(fa2d_cluster_smem<HD, W>), P);
+    return orin_cu_launched(FA2D_LABEL, dt, "cluster of %d x %d warps, heads %d, head_dim %d, "
+                            "units %d, max_kv_len %d", C, W, P.heads, HD, units, P.max_kv_len);
+}
+
+template <typename T, int HD, int W>
+int fa2d_launch_cluster_w(const orin_exec *ex, orin_dtype dt, const fa2d_config *cfg,
+                          fa2d_params P, int units, int c)
+{
+    switch (c) {
+    case 16: return fa2d_launch_cluster<T, HD, 16, W>(ex, dt, cfg, P, units);
+    case 14: return fa2d_launch_cluster<T, HD, 14, W>(ex, dt, cfg, P, units);
+    case 12: return fa2d_launch_cluster<T, HD, 12, W>(ex, dt, cfg, P, units);
+    default: return fa2d_launch_cluster<T, HD, 8, W>(ex, dt, cfg, P, units);
+    }
 }
 
 template <typename T, int HD>
 int fa2d_try_cluster(const orin_exec *ex, orin_dtype dt, const fa2d_config *cfg, fa2d_params P,
                      int units, int32_t max_kv_len, bool *launched)
 {
-    const int c = fa2d_cluster_size<T, HD>(ex, cfg, units, max_kv_len);
-    *launched = c != 0;
-    switch (c) {
-    case 16: return fa2d_launch_cluster<T, HD, 16>(ex, dt, P, units);
-    case 14: return fa2d_launch_cluster<T, HD, 14>(ex, dt, P, units);
-    case 12: return fa2d_launch_cluster<T, HD, 12>(ex, dt, P, units);
-    case 8: return fa2d_launch_cluster<T, HD, 8>(ex, dt, P, units);
-    default: return 0;
-    }
+    const fa2d_cluster_shape shape = fa2d_cluster_size<T, HD>(ex, cfg, units, max_kv_len);
+    *launched = shape.c != 0;
+    if (!shape.c)
+        return 0;
+    return shape.w == 8 ? fa2d_launch_cluster_w<T, HD, 8>(ex, dt, cfg, P, units, shape.c)
+                        : fa2d_launch_cluster_w<T, HD, 16>(ex, dt, cfg, P, units, shape.c);
 }
 
 template <typename T>
@@ -1599,6 +1728,7 @@ int fa2d_launch(const orin_exec *ex, const orin_attention_args *a, orin_dtype dt
     const int occupancy = fa2d_blocks_per_sm(ex, kernel, smem);
     const int bps = cfg->bps ? cfg->bps : occupancy;
     P.splits = fa2d_splits(orin_cu_sm_count(ex), bps, units, a->max_kv_len);
+    P.prefetch_steps = tiles ? fa2d_prefetch_steps(cfg, a->max_kv_len, P.splits, FA2D_WARPS) : 0;
     P.partial_o = (float *)ex->workspace;
     P.partial_lse = P.partial_o + (size_t)P.splits * P.heads * hd;
     P.slab = cfg->combine == FA2D_COMBINE_FUSED && units <= FA2D_SLAB_COUNTERS
@@ -1662,6 +1792,7 @@ extern "C" int fa2_cuda_decode(const orin_exec *ex, const orin_attention_args *a
         .partial_o = NULL,
         .partial_lse = NULL,
         .slab = -1,
+        .prefetch_steps = 0, // fa2d_launch, for the kernel it picks
     };
     ORIN_CU_DISPATCH(dt, FA2D_LABEL, T, return fa2d_launch<T>(ex, a, dt, &cfg, P));
     return 0;
