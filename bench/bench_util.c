@@ -113,7 +113,7 @@ static double measure_copy(bench *b)
 
 int bench_open(bench *b, const char *prog, const char *plugin_dir)
 {
-    *b = (bench){0};
+    *b = (bench){.json = b->json, .runs = b->runs}; /* the caller's options stay */
     if (!orin_cuda_available()) {
         fprintf(stderr, "%s: no CUDA device\n", prog);
         return 77;

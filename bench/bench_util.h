@@ -37,7 +37,7 @@ typedef struct bench {
 } bench;
 
 /* Opens cuda, loads the plugins of `plugin_dir`, fills the noise and measures
- * the copy bandwidth. Returns 0, 77 without a GPU, 2 on failure (said on
+ * the copy bandwidth; keeps the caller's json and runs, clears the rest. Returns 0, 77 without a GPU, 2 on failure (said on
  * stderr, prefixed with `prog`). */
 int bench_open(bench *b, const char *prog, const char *plugin_dir);
 void bench_close(bench *b);
