@@ -255,6 +255,19 @@ template <int FMT> __global__ void pack_groups_kernel(pack_params p)
 #ifndef QMMA_NARROW_BELOW
 #define QMMA_NARROW_BELOW 1
 #endif
+// Batches twice as deep (2 blocks an SM, up to 128 registers) where the grid
+// has at most this many blocks per SM, and each warp streams at least
+// QMMA_DEEP_BATCHES of them: such a grid never holds 3 blocks an SM, so the
+// registers the third would need go to loads in flight instead. H100, Qwen3-8B
+// down (12,288 x 4,096: 256 blocks, 48 int8 units a warp): 21.5 -> 19.3 us;
+// o (4,096 x 4,096: 16 units a warp, all in flight from the start either way):
+// 6.9 -> 7.7 us, so not there (bench/notes/quant.md).
+#ifndef QMMA_DEEP_UPTO
+#define QMMA_DEEP_UPTO 2
+#endif
+#ifndef QMMA_DEEP_BATCHES
+#define QMMA_DEEP_BATCHES 3
+#endif
 #define QMMA_SMEM_MAX ((size_t)96 << 10)
 
 enum qmma_mode { QMMA_SEGMENTS, QMMA_SWIGLU };
@@ -514,12 +527,14 @@ __device__ __forceinline__ void qmma_batch(const uint4 (&raw)[B], int u, int u_e
     }
 }
 
-template <typename T, int FMT, int SPAN, int WARPS, int MODE>
-__global__ void __launch_bounds__(32 * WARPS, WARPS == QMMA_WARPS_WIDE ? QMMA_WIDE_MIN_BLOCKS : 1)
+template <typename T, int FMT, int SPAN, int WARPS, int MODE, int DEPTH = 1>
+__global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
+                                              : WARPS == QMMA_WARPS_WIDE ? QMMA_WIDE_MIN_BLOCKS
+                                                                         : 1)
     qmma_gemv_kernel(qmma_params p)
 {
     constexpr int UT = tiles_of<FMT>::UNIT_TILES;
-    constexpr int B = (FMT == FMT_AWQ4 ? QMMA_BATCH_TILES_AWQ : QMMA_BATCH_TILES_INT8) / UT;
+    constexpr int B = (FMT == FMT_AWQ4 ? QMMA_BATCH_TILES_AWQ : QMMA_BATCH_TILES_INT8) / UT * DEPTH;
     constexpr int MATS = MODE == QMMA_SWIGLU ? 2 : 1; // matrices a block reads
     constexpr int TEAM = WARPS / MATS;                 // warps on one matrix
     // x [k], then the group data [MATS][groups][8], then with a norm in front
@@ -805,6 +820,9 @@ static int allow_smem(const char *label)
         (const void *)qmma_gemv_kernel<T, FMT, 1, QMMA_WARPS_WIDE, MODE>,
         (const void *)qmma_gemv_kernel<T, FMT, UT, QMMA_WARPS_WIDE, MODE>,
         (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_WIDE, MODE>,
+        (const void *)qmma_gemv_kernel<T, FMT, 1, QMMA_WARPS_WIDE, MODE, 2>,
+        (const void *)qmma_gemv_kernel<T, FMT, UT, QMMA_WARPS_WIDE, MODE, 2>,
+        (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_WIDE, MODE, 2>,
         (const void *)qmma_gemv_kernel<T, FMT, 1, QMMA_WARPS_NARROW, MODE>,
         (const void *)qmma_gemv_kernel<T, FMT, UT, QMMA_WARPS_NARROW, MODE>,
         (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_NARROW, MODE>,
@@ -940,15 +958,15 @@ static int quant_sliced(const orin_exec *ex, const orin_matmul_quant_args *a,
 // multiples of 8 (128 inputs), else of a unit's tiles, else of one tile (the
 // SPAN of qmma_batch); a grid of fewer blocks than QMMA_NARROW_BELOW per SM
 // takes 16 warps a block.
-template <typename T, int FMT, int MODE, int WARPS>
+template <typename T, int FMT, int MODE, int WARPS, int DEPTH = 1>
 static void launch_qmma_warps(const orin_exec *ex, const qmma_params &p, unsigned blocks,
                               size_t smem)
 {
     constexpr int UT = tiles_of<FMT>::UNIT_TILES;
     orin_cu_launch(ex, true,
-                   p.group_tiles % 8 == 0   ? qmma_gemv_kernel<T, FMT, 8, WARPS, MODE>
-                   : p.group_tiles % UT == 0 ? qmma_gemv_kernel<T, FMT, UT, WARPS, MODE>
-                                             : qmma_gemv_kernel<T, FMT, 1, WARPS, MODE>,
+                   p.group_tiles % 8 == 0   ? qmma_gemv_kernel<T, FMT, 8, WARPS, MODE, DEPTH>
+                   : p.group_tiles % UT == 0 ? qmma_gemv_kernel<T, FMT, UT, WARPS, MODE, DEPTH>
+                                             : qmma_gemv_kernel<T, FMT, 1, WARPS, MODE, DEPTH>,
                    dim3(blocks), dim3(32 * WARPS), smem, p);
 }
 
@@ -956,8 +974,14 @@ template <typename T, int FMT, int MODE>
 static void launch_qmma_gemv(const orin_exec *ex, const qmma_params &p, unsigned blocks,
                              size_t smem)
 {
-    if ((int)blocks < QMMA_NARROW_BELOW * orin_cu_sm_count(ex))
+    constexpr int DEEP_B = (FMT == FMT_AWQ4 ? QMMA_BATCH_TILES_AWQ : QMMA_BATCH_TILES_INT8) /
+                           tiles_of<FMT>::UNIT_TILES * 2;
+    constexpr int TEAM = QMMA_WARPS_WIDE / (MODE == QMMA_SWIGLU ? 2 : 1);
+    const int sms = orin_cu_sm_count(ex), warp_units = (p.units + TEAM - 1) / TEAM;
+    if ((int)blocks < QMMA_NARROW_BELOW * sms)
         launch_qmma_warps<T, FMT, MODE, QMMA_WARPS_NARROW>(ex, p, blocks, smem);
+    else if ((int)blocks <= QMMA_DEEP_UPTO * sms && warp_units >= QMMA_DEEP_BATCHES * DEEP_B)
+        launch_qmma_warps<T, FMT, MODE, QMMA_WARPS_WIDE, 2>(ex, p, blocks, smem);
     else
         launch_qmma_warps<T, FMT, MODE, QMMA_WARPS_WIDE>(ex, p, blocks, smem);
 }

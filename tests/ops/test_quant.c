@@ -249,11 +249,13 @@ static const shape int8_shapes[] = {
     {5, 96, 70, 32},  {300, 64, 65, 64}, {257, 16, 8, 4},  {1, 256, 48, 64},
     {9, 64, 32, 32},
 };
-/* The GPU's sizes: real layer widths, and shapes that stay in the stored
- * layout (1040 inputs: not whole units; 32,768 inputs in 2,048 groups: more
- * than a block's shared memory holds). */
+/* The GPU's sizes: real layer widths (4096 and 12288 x 4096: grids of 256
+ * blocks, the deep batches on a GPU of 128-256 SMs), and shapes that stay in
+ * the stored layout (1040 inputs: not whole units; 32,768 inputs in 2,048
+ * groups: more than a block's shared memory holds). */
 static const shape gpu_shapes[] = {
-    {1, 4096, 4096, 128}, {1, 4096, 12288, 128}, {33, 1024, 2048, 128}, {300, 2048, 520, 64},
+    {1, 4096, 4096, 128}, {1, 4096, 12288, 128}, {1, 12288, 4096, 128},
+    {33, 1024, 2048, 128}, {300, 2048, 520, 64},
     {1, 1040, 128, 16},   {1, 2048, 192, 32},
     /* tiles (GPU prepare): a group across the warps' shares of k (576 = 9 units
      * of 64 over 8 warps), warps with no share (192), many groups a block
