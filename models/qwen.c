@@ -962,8 +962,10 @@ static size_t workspace_of(const orin_op_impl *impl, const void *args)
 
 /* The largest workspace the bound ops ask for: attention over `rows` query rows
  * and `kv_len` cache positions, the matmuls over `rows` rows (the quantized
- * ones probed with the widest layer shapes), and the fused gate/up, whose
- * prefill keeps the up projection [rows, f] in the workspace too. */
+ * ones probed with the widest layer shapes), the fused gate/up, whose
+ * prefill keeps the up projection [rows, f] in the workspace too, and the
+ * greedy head (matmul.argmax: the logits of its fallback path; the norm's
+ * row, which the probe leaves out, is a hidden_size row). */
 static double workspace_planned(const orin_model *m, int32_t rows, int32_t kv_len)
 {
     const orin_model_config *c = &m->cfg;
@@ -994,11 +996,14 @@ static double workspace_planned(const orin_model *m, int32_t rows, int32_t kv_le
         .out = orin_tensor_make(NULL, dt, dev, 2, fd),
     };
     const orin_matmul_swiglu_quant_args qsw = {.x = mm.x, .out = sw.out};
+    const int64_t hd1[2] = {1, c->hidden_size};
+    const orin_matmul_argmax_args am = {.x = orin_tensor_make(NULL, dt, dev, 2, hd1), .w = mm.w};
     size_t need = 0;
     need = size_max(need, workspace_of(m->op.attn_prefill, &prefill));
     need = size_max(need, workspace_of(m->op.attn_decode, &decode));
     need = size_max(need, workspace_of(m->op.matmul, &mm));
     need = size_max(need, workspace_of(m->op.matmul_swiglu, &sw));
+    need = size_max(need, workspace_of(m->op.matmul_argmax, &am));
     for (int f = ORIN_WEIGHT_AWQ4; f <= ORIN_WEIGHT_INT8; f++) {
         need = size_max(need, workspace_of(m->op.matmul_quant[f], &qm));
         need = size_max(need, workspace_of(m->op.matmul_swiglu_quant[f], &qsw));

@@ -577,8 +577,7 @@ static int check_qkv(const char *label, const orin_exec *ex, const orin_matmul_q
             orin_check_dim(label, y_names[i], y, 0, n) ||
             orin_check_dim(label, y_names[i], y, 1, w->shape[0]) ||
             orin_check_alias(label, y_names[i], y, "x", &a->x, false) ||
-            (a->norm.weight.data &&
-             orin_check_alias(label, y_names[i], y, "norm.x_out", &a->norm.x_out, false)))
+            orin_check_norm_out(label, &a->norm, y_names[i], y))
             return -1;
         if (b->data && (orin_check_tensor(label, b_names[i], b, CUDA, dt, 1, 1) ||
                         orin_check_dim(label, b_names[i], b, 0, w->shape[0])))
@@ -761,8 +760,7 @@ static int check_swiglu(const char *label, const orin_exec *ex, const orin_matmu
         orin_check_dim(label, "out", &a->out, 1, a->w_gate.shape[0]) ||
         orin_check_alias(label, "out", &a->out, "x", &a->x, false) ||
         orin_check_norm_in(label, &a->norm, &a->x, CUDA, dt) ||
-        (a->norm.weight.data &&
-         orin_check_alias(label, "out", &a->out, "norm.x_out", &a->norm.x_out, false)))
+        orin_check_norm_out(label, &a->norm, "out", &a->out))
         return -1;
     if (a->x.shape[1] > INT32_MAX || a->w_gate.shape[0] > INT32_MAX)
         return orin_error_set("%s: dimensions beyond 2^31", label);
@@ -894,7 +892,10 @@ static int check_matmul_argmax(const char *label, const orin_exec *ex,
         orin_check_dim(label, "w", &a->w, 1, a->x.shape[1]) ||
         orin_check_tensor(label, "id", &a->id, CUDA, ORIN_I32, 1, 1) ||
         orin_check_dim(label, "id", &a->id, 0, 1) ||
-        orin_check_norm_in(label, &a->norm, &a->x, CUDA, dt))
+        orin_check_alias(label, "id", &a->id, "x", &a->x, false) ||
+        orin_check_alias(label, "id", &a->id, "w", &a->w, false) ||
+        orin_check_norm_in(label, &a->norm, &a->x, CUDA, dt) ||
+        orin_check_norm_out(label, &a->norm, "id", &a->id))
         return -1;
     if (a->x.shape[1] > INT32_MAX || a->w.shape[0] > INT32_MAX)
         return orin_error_set("%s: dimensions beyond 2^31", label);

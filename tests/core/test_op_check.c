@@ -1,5 +1,6 @@
 /* The shared call checks of orin/op_check.h that no CPU op reaches: the norm in
- * front of the fused products (orin_norm_in), whose ops only CUDA registers.
+ * front of the fused products (orin_norm_in) and their outputs against it,
+ * whose ops only CUDA registers.
  * Each bad call must fail with one line naming the tensor; a good one passes. */
 #include "test_util.h"
 #include "orin/error.h"
@@ -83,5 +84,17 @@ int main(void)
         bad_calls[i].breaks(&norm);
         expect_error(bad_calls[i].what, &norm, bad_calls[i].needle);
     }
+
+    /* a product's output: apart from norm.x_out (half of it overlapping too) */
+    norm = good_norm();
+    const orin_tensor y = rows_of(x_buf, 2), y_over = rows_of(out_buf + D, 1);
+    CHECK(orin_check_norm_out("matmul.qkv", &norm, "y[0]", &y) == 0, "y apart: %s",
+          orin_error());
+    CHECK(orin_check_norm_out("matmul.qkv", &none, "y[0]", &y_over) == 0, "no norm: %s",
+          orin_error());
+    orin_error_clear();
+    CHECK(orin_check_norm_out("matmul.qkv", &norm, "y[0]", &y_over) != 0 &&
+              strstr(orin_error(), "y[0]") && strstr(orin_error(), "norm.x_out"),
+          "y over norm.x_out: \"%s\"", orin_error());
     return test_finish();
 }

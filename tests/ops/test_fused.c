@@ -628,6 +628,43 @@ static void argmax_case(orin_dtype dt, int64_t in, int64_t V, bool norm, bool re
     ops_buf_free(&logits);
 }
 
+/* matmul.argmax's bad calls: id over x, over w, over the norm's x_out, each
+ * one line naming id. */
+static void argmax_errors(orin_dtype dt)
+{
+    const orin_op_impl *impl = impl_of(ORIN_OP_MATMUL_ARGMAX, dt);
+    if (!impl || !ops_test_selected("matmul.argmax errors"))
+        return;
+    enum { IN = 64, V = 16 };
+    ops_rng rng = {.state = 97};
+    ops_buf x = ops_buf_random(&rng, dt, IN, -1, 1), w = ops_buf_random(&rng, dt, V * IN, -1, 1);
+    ops_norm_fixture f;
+    memset(&f, 0, sizeof f);
+    int32_t id = 0;
+    const int64_t xd[2] = {1, IN}, wd[2] = {V, IN}, one = 1;
+    if (ops_norm_fixture_make(&f, &x, 1, IN, true, 98) == 0) {
+        const orin_matmul_argmax_args good = {
+            .x = ops_tensor(x.data, dt, 2, xd),
+            .norm = f.norm,
+            .w = ops_tensor(w.data, dt, 2, wd),
+            .id = ops_tensor(&id, ORIN_I32, 1, &one),
+        };
+        const orin_exec ex = exec_with_workspace(impl, &good);
+        orin_matmul_argmax_args bad = good;
+        bad.id = ops_tensor(x.data, ORIN_I32, 1, &one);
+        ops_expect_error("matmul.argmax errors: id over x", impl, &ex, &bad, "id");
+        bad.id = ops_tensor(w.data, ORIN_I32, 1, &one);
+        ops_expect_error("matmul.argmax errors: id over w", impl, &ex, &bad, "id");
+        bad.id = ops_tensor(f.x_out.data, ORIN_I32, 1, &one);
+        ops_expect_error("matmul.argmax errors: id over norm.x_out", impl, &ex, &bad,
+                         "norm.x_out");
+        ops_release();
+    }
+    ops_norm_fixture_free(&f);
+    ops_buf_free(&x);
+    ops_buf_free(&w);
+}
+
 int main(int argc, char **argv)
 {
     ops_test_init(argc, argv);
@@ -723,6 +760,7 @@ int main(int argc, char **argv)
         argmax_case(dt, 67, 129, true, true, ARGMAX_LAST);
         argmax_case(dt, 67, 129, true, true, ARGMAX_NANS);
         argmax_case(dt, 64, 300, false, false, ARGMAX_ALL_NAN);
+        argmax_errors(dt);
     }
     ops_test_registry_free();
     return test_finish();

@@ -71,6 +71,10 @@ int orin_check_rmsnorm(const char *label, const orin_exec *ex, const orin_rmsnor
  * none) shaped like x, eps a non-negative number. */
 int orin_check_norm_in(const char *label, const orin_norm_in *norm, const orin_tensor *x,
                        orin_device_kind device, orin_dtype dt);
+/* An output `name` of a product with that norm in front: apart from norm.x_out,
+ * which the product writes too (nothing to check without a norm). */
+int orin_check_norm_out(const char *label, const orin_norm_in *norm, const char *name,
+                        const orin_tensor *out);
 /* rope: x [n, heads, hd] with hd even, positions i32 [n], theta > 0. */
 int orin_check_rope(const char *label, const orin_exec *ex, const orin_rope_args *a,
                     orin_device_kind device, orin_dtype dt);

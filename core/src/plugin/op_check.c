@@ -236,6 +236,14 @@ int orin_check_norm_in(const char *label, const orin_norm_in *norm, const orin_t
     return 0;
 }
 
+int orin_check_norm_out(const char *label, const orin_norm_in *norm, const char *name,
+                        const orin_tensor *out)
+{
+    if (!norm->weight.data)
+        return 0;
+    return orin_check_alias(label, name, out, "norm.x_out", &norm->x_out, false);
+}
+
 int orin_check_rope(const char *label, const orin_exec *ex, const orin_rope_args *a,
                     orin_device_kind device, orin_dtype dt)
 {
@@ -379,8 +387,7 @@ int orin_check_matmul_qkv_quant(const char *label, const orin_exec *ex,
         for (int j = 0; j < i; j++)
             if (orin_check_alias(label, outs[i], &a->y[i], outs[j], &a->y[j], false))
                 return -1;
-        if (a->norm.weight.data &&
-            orin_check_alias(label, outs[i], &a->y[i], "norm.x_out", &a->norm.x_out, false))
+        if (orin_check_norm_out(label, &a->norm, outs[i], &a->y[i]))
             return -1;
     }
     return orin_check_norm_in(label, &a->norm, &a->x, device, dt);
@@ -397,8 +404,7 @@ int orin_check_matmul_swiglu_quant(const char *label, const orin_exec *ex,
         check_quant_part(label, "w_gate", ex, &gate, fmt, device, dt) ||
         check_quant_part(label, "w_up", ex, &up, fmt, device, dt) ||
         orin_check_norm_in(label, &a->norm, &a->x, device, dt) ||
-        (a->norm.weight.data &&
-         orin_check_alias(label, "out", &a->out, "norm.x_out", &a->norm.x_out, false)))
+        orin_check_norm_out(label, &a->norm, "out", &a->out))
         return -1;
     return 0;
 }
