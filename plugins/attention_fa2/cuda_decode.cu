@@ -132,7 +132,7 @@ struct fa2d_params {
     float *partial_o;            // [splits, H, hd]
     float *partial_lse;          // [splits, H]
     int slab;                    // fused: the counter slab; -1: two-kernel
-    int prefetch_steps;          // warp steps of K/V each warp prefetches into L2 before the PDL wait
+    int prefetch_steps;          // K/V warp steps prefetched before the PDL wait (fa2d_prefetch_warp)
 };
 
 // ---- small device helpers ----
@@ -1059,7 +1059,7 @@ template <int HD, int W> struct fa2d_cluster_smem {
     float o[W][FA2D_MMA_ROWS][HD]; // each warp's O, unnormalised
     float m[W][FA2D_MMA_ROWS];
     float l[W][FA2D_MMA_ROWS];
-    float block_o[FA2D_MMA_ROWS][HD];                // the block's O relative to block_m
+    float block_o[FA2D_MMA_ROWS][HD]; // the block's O relative to block_m
     float block_m[FA2D_MMA_ROWS];
     float block_l[FA2D_MMA_ROWS];
 };
@@ -1397,7 +1397,8 @@ int fa2d_parse_config(fa2d_config *cfg)
         } else {
             return orin_error_set("%s: ORIN_FA2_DECODE_CONFIG \"%s\": unknown \"%s\" (words "
                                   "joined by '+': auto, cluster, cluster=8|12|14|16, two-kernel, "
-                                  "fused, mma, simt, cpasync, cpasync=0|2|3|4|6, bps=1..64, prefetch=0..8, cwarps=8|16)",
+                                  "fused, mma, simt, cpasync, cpasync=0|2|3|4|6, bps=1..64, "
+                                  "prefetch=0..8, cwarps=8|16)",
                                   FA2D_LABEL, env, word);
         }
         p += strcspn(p, "+");

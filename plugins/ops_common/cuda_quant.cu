@@ -534,7 +534,8 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
     qmma_gemv_kernel(qmma_params p)
 {
     constexpr int UT = tiles_of<FMT>::UNIT_TILES;
-    constexpr int B = (FMT == FMT_AWQ4 ? QMMA_BATCH_TILES_AWQ : QMMA_BATCH_TILES_INT8) / UT * DEPTH;
+    constexpr int B =
+        (FMT == FMT_AWQ4 ? QMMA_BATCH_TILES_AWQ : QMMA_BATCH_TILES_INT8) / UT * DEPTH;
     constexpr int MATS = MODE == QMMA_SWIGLU ? 2 : 1; // matrices a block reads
     constexpr int TEAM = WARPS / MATS;                 // warps on one matrix
     // x [k], then the group data [MATS][groups][8], then with a norm in front
@@ -957,7 +958,8 @@ static int quant_sliced(const orin_exec *ex, const orin_matmul_quant_args *a,
 // A scale multiplies the sums of 8 k-tiles at once where groups are whole
 // multiples of 8 (128 inputs), else of a unit's tiles, else of one tile (the
 // SPAN of qmma_batch); a grid of fewer blocks than QMMA_NARROW_BELOW per SM
-// takes 16 warps a block.
+// takes 16 warps a block, one of at most QMMA_DEEP_UPTO whose warps stream
+// QMMA_DEEP_BATCHES deep batches or more takes them (DEPTH 2).
 template <typename T, int FMT, int MODE, int WARPS, int DEPTH = 1>
 static void launch_qmma_warps(const orin_exec *ex, const qmma_params &p, unsigned blocks,
                               size_t smem)
