@@ -363,8 +363,9 @@ int main(int argc, char **argv)
     char providers_text[256] = "mha,fa1,fa2", dtypes_text[64] = "f16,bf16";
     char prefill_cfg_text[512] = "default", decode_cfg_text[512] = "default";
     char lens_text[128] = "512,1024,2048,8192,16384,32768";
-    int decode_lens[MAX_DECODE_LENS], n_decode_lens = 3;
-    bool decode_lens_given = false;
+    int decode_lens[MAX_DECODE_LENS];
+    int n_decode_lens = (int)(sizeof default_decode_lens / sizeof *default_decode_lens);
+    bool decode_lens_given = false; /* --decode-lens: not filtered by --lens */
     memcpy(decode_lens, default_decode_lens, sizeof default_decode_lens);
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;

@@ -964,8 +964,8 @@ static size_t workspace_of(const orin_op_impl *impl, const void *args)
  * and `kv_len` cache positions, the matmuls over `rows` rows (the quantized
  * ones probed with the widest layer shapes), the fused gate/up, whose
  * prefill keeps the up projection [rows, f] in the workspace too, and the
- * greedy head (matmul.argmax: the logits of its fallback path; the norm's
- * row, which the probe leaves out, is a hidden_size row). */
+ * greedy head (matmul.argmax: the logits of its fallback path; probed without
+ * its norm, which would add one hidden_size row, well inside the headroom). */
 static double workspace_planned(const orin_model *m, int32_t rows, int32_t kv_len)
 {
     const orin_model_config *c = &m->cfg;
