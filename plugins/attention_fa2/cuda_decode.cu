@@ -164,11 +164,18 @@ struct fa2d_pieces {
     int active;
 };
 
+// The length of each of `splits` pieces of n positions (the host sizes its
+// prefetch rule by it too: fa2d_prefetch_steps).
+__host__ __device__ __forceinline__ int64_t fa2d_piece_len(int64_t n, int splits)
+{
+    return ((n + splits - 1) / splits + FA2D_ALIGN - 1) / FA2D_ALIGN * FA2D_ALIGN;
+}
+
 __device__ __forceinline__ fa2d_pieces fa2d_cut_at(const fa2d_params &P, int32_t p)
 {
     fa2d_pieces c;
     c.n = (p >= 0 && p < P.max_kv_len) ? (int64_t)p + 1 : 0;
-    c.len = ((c.n + P.splits - 1) / P.splits + FA2D_ALIGN - 1) / FA2D_ALIGN * FA2D_ALIGN;
+    c.len = fa2d_piece_len(c.n, P.splits);
     c.active = c.len ? (int)((c.n + c.len - 1) / c.len) : 0;
     return c;
 }
@@ -231,7 +238,7 @@ __device__ __forceinline__ void fa2d_prefetch_warp(const fa2d_params &P, int spl
             if (base + row < end) {
                 const T *a = (tensor ? V : K) + orin_kv_offset(&P.cache, base + row, kvh) +
                              line * (128 / (int)sizeof(T));
-                asm volatile("prefetch.global.L2 [%0];" ::"l"(a));
+                orin_cu_prefetch_l2(a);
             }
         }
     }
@@ -1418,8 +1425,7 @@ int fa2d_prefetch_steps(const fa2d_config *cfg, int32_t max_kv_len, int splits, 
     if (cfg->prefetch >= 0)
         return cfg->prefetch;
     // fa2d_cut's piece length at p = max_kv_len - 1
-    const int64_t n = ((int64_t)max_kv_len + splits - 1) / splits;
-    const int64_t piece = (n + FA2D_ALIGN - 1) / FA2D_ALIGN * FA2D_ALIGN;
+    const int64_t piece = fa2d_piece_len(max_kv_len, splits);
     return piece >= (int64_t)FA2D_PREFETCH_LONG * 16 * warps ? -1 : 0;
 }
 

@@ -272,6 +272,14 @@ template <int FMT> __global__ void pack_groups_kernel(pack_params p)
 
 enum qmma_mode { QMMA_SEGMENTS, QMMA_SWIGLU };
 
+// Units a warp's batch of loads covers (a lane's 16-byte loads in flight per
+// buffer), DEPTH times the tunable's.
+template <int FMT> __host__ __device__ constexpr int qmma_batch_units(int depth)
+{
+    return (FMT == FMT_AWQ4 ? QMMA_BATCH_TILES_AWQ : QMMA_BATCH_TILES_INT8) /
+           tiles_of<FMT>::UNIT_TILES * depth;
+}
+
 // One matrix in tiles (layout 1) and its output.
 struct qmma_matrix {
     const uint4 *q;
@@ -534,8 +542,7 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
     qmma_gemv_kernel(qmma_params p)
 {
     constexpr int UT = tiles_of<FMT>::UNIT_TILES;
-    constexpr int B =
-        (FMT == FMT_AWQ4 ? QMMA_BATCH_TILES_AWQ : QMMA_BATCH_TILES_INT8) / UT * DEPTH;
+    constexpr int B = qmma_batch_units<FMT>(DEPTH);
     constexpr int MATS = MODE == QMMA_SWIGLU ? 2 : 1; // matrices a block reads
     constexpr int TEAM = WARPS / MATS;                 // warps on one matrix
     // x [k], then the group data [MATS][groups][8], then with a norm in front
@@ -976,8 +983,7 @@ template <typename T, int FMT, int MODE>
 static void launch_qmma_gemv(const orin_exec *ex, const qmma_params &p, unsigned blocks,
                              size_t smem)
 {
-    constexpr int DEEP_B = (FMT == FMT_AWQ4 ? QMMA_BATCH_TILES_AWQ : QMMA_BATCH_TILES_INT8) /
-                           tiles_of<FMT>::UNIT_TILES * 2;
+    constexpr int DEEP_B = qmma_batch_units<FMT>(2);
     constexpr int TEAM = QMMA_WARPS_WIDE / (MODE == QMMA_SWIGLU ? 2 : 1);
     const int sms = orin_cu_sm_count(ex), warp_units = (p.units + TEAM - 1) / TEAM;
     if ((int)blocks < QMMA_NARROW_BELOW * sms)
