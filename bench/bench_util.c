@@ -130,7 +130,11 @@ int bench_open(bench *b, const char *prog, const char *plugin_dir)
         fprintf(stderr, "%s: the cuda device has no marks or upload\n", prog);
         goto fail;
     }
-    b->l2_bytes = b->dev->cache_bytes ? b->dev->cache_bytes : (size_t)64 << 20;
+    int l2 = 0;
+    if (cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, b->dev->index) != cudaSuccess ||
+        l2 <= 0)
+        l2 = 64 << 20;
+    b->l2_bytes = (size_t)l2;
     b->noise_n = (size_t)1 << 25; /* 32 Mi floats; tensors upload from offsets into it */
     b->noise = malloc(b->noise_n * sizeof *b->noise);
     if (!b->noise) {

@@ -1270,65 +1270,10 @@ static void add_rope(orin_model *m, graph_builder *b, orin_tensor q, orin_tensor
     ADD_NODE(b, m->op.rope, rk, "rope k", 2, &rk.x, &rk.x);
 }
 
-/* Appends [data, data + bytes) to w, cut to what is left of *budget. */
-static void warm_add(orin_warm *w, int *used, size_t *budget, const void *data, size_t bytes)
-{
-    bytes = bytes < *budget ? bytes : *budget;
-    if (!data || !bytes || *used == ORIN_WARM_RANGES)
-        return;
-    w->data[*used] = data;
-    w->bytes[*used] = bytes;
-    ++*used;
-    *budget -= bytes;
-}
-
-/* The bytes of a linear layer's weight: the float matrix, or the packed one
- * with its scales and zeros. */
-static void warm_linear(orin_warm *w, int *used, size_t *budget, const qwen_linear *lin)
-{
-    const orin_tensor *parts[3] = {&lin->w, NULL, NULL};
-    if (lin->fmt != ORIN_WEIGHT_FLOAT) {
-        parts[0] = &lin->q.qweight;
-        parts[1] = &lin->q.scales;
-        parts[2] = &lin->q.zeros;
-    }
-    for (int i = 0; i < 3; i++)
-        if (parts[i])
-            warm_add(w, used, budget, parts[i]->data, orin_tensor_nbytes(parts[i]));
-}
-
-/* What a decode step's rope_kv_write may pull into the GPU's L2 for the
- * products after the attention (orin_warm): o_proj's weight, then the first
- * rows of gate's and up's alike (the MLP's first blocks read those), within
- * half the cache less the K/V the attention reads. At a short context the
- * attention leaves the memory idle for microseconds (Qwen3-8B at 512: 2 MB of
- * K/V in ~9 us with rope_kv_write); at a long one it streams through L2
- * itself, and nothing is warmed (the op cuts the ranges by position). */
-static orin_warm layer_warm(const orin_model *m, const qwen_layer *L)
-{
-    const orin_model_config *c = &m->cfg;
-    orin_warm w = {
-        .budget = m->dev->cache_bytes / 2,
-        .per_position = (size_t)2 * c->num_key_value_heads * c->head_dim *
-                        orin_dtype_size(m->dtype),
-    };
-    size_t budget = w.budget;
-    int used = 0;
-    warm_linear(&w, &used, &budget, &L->o);
-    const orin_tensor *gate = L->gate.fmt == ORIN_WEIGHT_FLOAT ? &L->gate.w : &L->gate.q.qweight;
-    const orin_tensor *up = L->up.fmt == ORIN_WEIGHT_FLOAT ? &L->up.w : &L->up.q.qweight;
-    size_t share = budget / 2;
-    warm_add(&w, &used, &share, gate->data, orin_tensor_nbytes(gate));
-    share = budget / 2;
-    warm_add(&w, &used, &share, up->data, orin_tensor_nbytes(up));
-    return w;
-}
-
-/* [Qwen3] q/k norms, RoPE on q and k, k and v into the cache at pos; at
- * decode, the layer's next weights warmed (layer_warm). */
+/* [Qwen3] q/k norms, RoPE on q and k, k and v into the cache at pos. */
 static void add_rope_cache(orin_model *m, graph_builder *b, const qwen_layer *L, orin_tensor q,
                            orin_tensor k, orin_tensor v, orin_tensor pos, orin_tensor rope_pos,
-                           const orin_kv_view *cache, int64_t n, bool decode)
+                           const orin_kv_view *cache, int64_t n)
 {
     const orin_model_config *c = &m->cfg;
     /* (a prefill with images rotates by its M-RoPE tables: the plain ops) */
@@ -1337,8 +1282,6 @@ static void add_rope_cache(orin_model *m, graph_builder *b, const qwen_layer *L,
                                      .rope_positions = rope_pos,
                                      .eps = (float)c->rms_norm_eps,
                                      .theta = (float)c->rope_theta, .cache = *cache};
-        if (decode)
-            a.warm = layer_warm(m, L);
         if (c->qk_norm) {
             a.q_norm = L->q_norm;
             a.k_norm = L->k_norm;
@@ -1387,7 +1330,7 @@ static void add_attention_block(orin_model *m, graph_builder *b, int32_t l, int6
     orin_kv_view cache = orin_kv_cache_view(m->kv, l);
     /* a Qwen3-VL model rotates by its own positions (struct orin_model) */
     orin_tensor rope_pos = m->cfg.vl.is_vl ? rows1(&m->rope_pos, n) : pos;
-    add_rope_cache(m, b, L, q, k, v, pos, rope_pos, &cache, n, decode);
+    add_rope_cache(m, b, L, q, k, v, pos, rope_pos, &cache, n);
 
     orin_attention_args at = {
         .q = q,

@@ -1248,20 +1248,14 @@ extern "C" int cuda_norm_in_apart(const orin_exec *ex, const orin_norm_in *norm,
 // is at rope_positions[token] (the caller passes positions when they agree).
 // Launch: grid (H + 2 Hkv, n), hd / 2 threads rounded up to whole warps (a
 // thread per rotated pair; the norm's block reduction wants whole warps);
-// bound by latency at decode sizes (a few KB per token). Then every thread
-// asks for its share of the warm ranges (orin_cu_warm_part: Qwen3-8B's 48
-// blocks of 64 threads, a chunk each for 24 MB), which stream into L2 while
-// the attention after it reads its few MB.
+// bound by latency at decode sizes (a few KB per token).
 template <typename T>
-__device__ __forceinline__ void rope_kv_write_head(T *__restrict__ q, T *__restrict__ k,
-                                                   const T *__restrict__ v,
-                                                   const T *__restrict__ q_norm,
-                                                   const T *__restrict__ k_norm,
-                                                   const int32_t *__restrict__ positions,
-                                                   const int32_t *__restrict__ rope_positions,
-                                                   int heads, int kv_heads, int hd, float eps,
-                                                   float theta, const orin_kv_view &cache,
-                                                   const rope_table &table)
+__global__ void rope_kv_write_kernel(T *__restrict__ q, T *__restrict__ k, const T *__restrict__ v,
+                                     const T *__restrict__ q_norm, const T *__restrict__ k_norm,
+                                     const int32_t *__restrict__ positions,
+                                     const int32_t *__restrict__ rope_positions, int heads,
+                                     int kv_heads, int hd, float eps, float theta,
+                                     orin_kv_view cache, rope_table table)
 {
     __shared__ float scratch[32];
     const int slot = blockIdx.x, token = blockIdx.y, half = hd / 2, j = threadIdx.x;
@@ -1311,25 +1305,6 @@ __device__ __forceinline__ void rope_kv_write_head(T *__restrict__ q, T *__restr
     }
 }
 
-template <typename T>
-__global__ void rope_kv_write_kernel(T *__restrict__ q, T *__restrict__ k, const T *__restrict__ v,
-                                     const T *__restrict__ q_norm, const T *__restrict__ k_norm,
-                                     const int32_t *__restrict__ positions,
-                                     const int32_t *__restrict__ rope_positions, int heads,
-                                     int kv_heads, int hd, float eps, float theta,
-                                     orin_kv_view cache, rope_table table, orin_warm warm)
-{
-    rope_kv_write_head<T>(q, k, v, q_norm, k_norm, positions, rope_positions, heads, kv_heads,
-                          hd, eps, theta, cache, table);
-#ifndef ROPE_WARM_OFF // (bench/ A/B: -DROPE_WARM_OFF; bench/notes/quant.md)
-    if (!warm.budget)
-        return;
-    const int64_t block = (int64_t)blockIdx.y * gridDim.x + blockIdx.x;
-    orin_cu_warm_part(warm, positions[gridDim.y - 1], block * blockDim.x + threadIdx.x,
-                      (int64_t)gridDim.x * gridDim.y * blockDim.x);
-#endif
-}
-
 // A thread per rotated pair: any even head_dim up to 2048 (a block of 1024).
 static bool rope_kv_write_fits(int64_t hd)
 {
@@ -1375,8 +1350,6 @@ extern "C" int cuda_rope_kv_write(const orin_exec *ex, const orin_rope_kv_write_
         (a->k_norm.data && (orin_check_tensor(label, "k_norm", &a->k_norm, CUDA, dt, 1, 1) ||
                             orin_check_dim(label, "k_norm", &a->k_norm, 0, a->q.shape[2]))))
         return -1;
-    if (orin_check_warm(label, &a->warm))
-        return -1;
     const int64_t n = a->q.shape[0], heads = a->q.shape[1], hd = a->q.shape[2];
     if (!rope_kv_write_fits(hd))
         return orin_error_set("%s: head_dim %lld (runs even ones up to 2048)", label,
@@ -1394,7 +1367,7 @@ extern "C" int cuda_rope_kv_write(const orin_exec *ex, const orin_rope_kv_write_
                                     (const T *)a->v.data, (const T *)a->q_norm.data,
                                     (const T *)a->k_norm.data, (const int32_t *)a->positions.data,
                                     (const int32_t *)rope_positions, (int)heads, (int)a->k.shape[1], (int)hd, a->eps, a->theta,
-                                    a->cache, table, a->warm));
+                                    a->cache, table));
     return orin_cu_launched(label, dt, "q [%lld, %lld, %lld], k/v [%lld, %lld, %lld]",
                             (long long)n, (long long)heads, (long long)hd, (long long)n,
                             (long long)a->k.shape[1], (long long)hd);

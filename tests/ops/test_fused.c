@@ -412,28 +412,10 @@ static void matmul_add_case(orin_dtype dt, int64_t n, int64_t in, int64_t out, b
 
 /* ---- rope_kv_write ---- */
 
-/* A warm hint over a target buffer of `bytes` (orin_warm: it changes no
- * result): three ranges, one off the 16-byte alignment and one empty between
- * them; budget all of it plus per_position's share at `pos`, so that the last
- * range is cut at the position given (warm_pos) and the ranges run off the
- * budget at later ones. */
-static orin_warm warm_hint(void *host, size_t bytes, int32_t warm_pos)
-{
-    char *dev = ops_dev(host, bytes);
-    orin_warm w = {
-        .data = {dev + 3, NULL, dev + bytes / 3, dev + bytes / 2},
-        .bytes = {bytes / 3 - 3, 0, bytes / 6, bytes / 2},
-        .per_position = 4096,
-    };
-    w.budget = bytes - 3 - bytes / 4 + (size_t)(warm_pos + 1) * w.per_position;
-    return w;
-}
-
 /* rope_shift != 0: rotary positions apart from the cache positions (Qwen3-VL's
- * rope_delta), given as rope_positions. warm_bytes > 0: with a warm hint over
- * that many bytes (warm_hint). */
+ * rope_delta), given as rope_positions. */
 static void rope_cache_case(orin_dtype dt, int64_t n, int64_t heads, int64_t kv_heads, int64_t hd,
-                            bool norms, int32_t pos0, int32_t rope_shift, size_t warm_bytes)
+                            bool norms, int32_t pos0, int32_t rope_shift)
 {
     enum { SPARE = 5 };
     ops_rng rng = {.state = 40 + (uint64_t)(n * hd + heads)};
@@ -466,9 +448,6 @@ static void rope_cache_case(orin_dtype dt, int64_t n, int64_t heads, int64_t kv_
     };
     if (rope_shift)
         fused.rope_positions = rope_positions;
-    ops_buf warm = ops_buf_random(&rng, ORIN_F16, warm_bytes / 2, -1, 1);
-    if (warm_bytes)
-        fused.warm = warm_hint(warm.data, warm.n * 2, pos[n - 1]);
     if (norms) {
         fused.q_norm = ops_tensor(qn.data, dt, 1, &hd);
         fused.k_norm = ops_tensor(kn.data, dt, 1, &hd);
@@ -485,9 +464,8 @@ static void rope_cache_case(orin_dtype dt, int64_t n, int64_t heads, int64_t kv_
     orin_kv_write_args kw = {.k = k2t, .v = fused.v, .positions = positions, .cache = view2};
     char what[160];
     snprintf(what, sizeof what, "rope_kv_write %s n %lld heads %lld/%lld hd %lld%s from %d, "
-             "rotated %+d%s", orin_dtype_name(dt), (long long)n, (long long)heads,
-             (long long)kv_heads, (long long)hd, norms ? " with q/k norms" : "", pos0, rope_shift,
-             warm_bytes ? ", warming" : "");
+             "rotated %+d", orin_dtype_name(dt), (long long)n, (long long)heads,
+             (long long)kv_heads, (long long)hd, norms ? " with q/k norms" : "", pos0, rope_shift);
     bool ok = run(impl_of(ORIN_OP_ROPE_KV_WRITE, dt), &fused) == 0;
     if (ok && norms)
         ok = run(impl_of(ORIN_OP_RMSNORM, dt), &nq) == 0 && run(impl_of(ORIN_OP_RMSNORM, dt), &nk) == 0;
@@ -508,39 +486,7 @@ static void rope_cache_case(orin_dtype dt, int64_t n, int64_t heads, int64_t kv_
     ops_release();
     free(pos);
     free(rpos);
-    ops_buf *all[] = {&q1, &q2, &k1, &k2, &v, &qn, &kn, &ck1, &cv1, &ck2, &cv2, &warm};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        ops_buf_free(all[i]);
-}
-
-/* rope_kv_write's bad warm hint: a range of bytes at NULL, one line naming it. */
-static void rope_warm_errors(orin_dtype dt)
-{
-    const orin_op_impl *impl = impl_of(ORIN_OP_ROPE_KV_WRITE, dt);
-    if (!impl || !ops_test_selected("rope_kv_write errors"))
-        return;
-    ops_rng rng = {.state = 99};
-    const int64_t n = 1, heads = 2, hd = 8, cap = 4, qd[3] = {n, heads, hd};
-    const int64_t kd[3] = {n, 1, hd};
-    ops_buf q = ops_buf_random(&rng, dt, heads * hd, -1, 1);
-    ops_buf k = ops_buf_random(&rng, dt, hd, -1, 1), v = ops_buf_random(&rng, dt, hd, -1, 1);
-    ops_buf ck = ops_buf_random(&rng, dt, cap * hd, -1, 1), cv = ops_buf_copy(&ck);
-    int32_t pos = 1;
-    orin_rope_kv_write_args bad = {
-        .q = ops_tensor(q.data, dt, 3, qd), .k = ops_tensor(k.data, dt, 3, kd),
-        .v = ops_tensor(v.data, dt, 3, kd), .positions = ops_tensor(&pos, ORIN_I32, 1, &n),
-        .eps = 1e-6f, .theta = 1e6f,
-        .cache = {.dtype = dt, .n_kv_heads = 1, .head_dim = (int32_t)hd, .pos_stride = hd,
-                  .head_stride = hd, .capacity = (int32_t)cap,
-                  .k = ops_dev(ck.data, cap * hd * orin_dtype_size(dt)),
-                  .v = ops_dev(cv.data, cap * hd * orin_dtype_size(dt))},
-        .warm = {.data = {q.data}, .bytes = {64, 128}, .budget = 1 << 20},
-    };
-    const orin_exec ex = exec_with_workspace(impl, &bad);
-    ops_expect_error("rope_kv_write errors: warm bytes at NULL", impl, &ex, &bad,
-                     "warm range 1: 128 bytes at NULL");
-    ops_release();
-    ops_buf *all[] = {&q, &k, &v, &ck, &cv};
+    ops_buf *all[] = {&q1, &q2, &k1, &k2, &v, &qn, &kn, &ck1, &cv1, &ck2, &cv2};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         ops_buf_free(all[i]);
 }
@@ -767,22 +713,16 @@ int main(int argc, char **argv)
         swiglu_norm_case(dt, 1, 256, 384, false);
         swiglu_norm_case(dt, 3, 256, 384, true);
         swiglu_norm_case(dt, 1, 67, 129, true);
-        rope_cache_case(dt, 1, 32, 8, 128, true, 4000, 0, 0);
-        rope_cache_case(dt, 9, 4, 2, 64, true, 0, 0, 0);
-        rope_cache_case(dt, 5, 14, 2, 64, false, 1000, 0, 0);
-        rope_cache_case(dt, 1, 28, 4, 128, false, 31000, 0, 0);
+        rope_cache_case(dt, 1, 32, 8, 128, true, 4000, 0);
+        rope_cache_case(dt, 9, 4, 2, 64, true, 0, 0);
+        rope_cache_case(dt, 5, 14, 2, 64, false, 1000, 0);
+        rope_cache_case(dt, 1, 28, 4, 128, false, 31000, 0);
         /* Qwen3-VL after an image: rotated behind (rope_delta < 0) or ahead */
-        rope_cache_case(dt, 1, 32, 8, 128, true, 900, -700, 0);
-        rope_cache_case(dt, 6, 4, 2, 64, true, 10, 333, 0);
+        rope_cache_case(dt, 1, 32, 8, 128, true, 900, -700);
+        rope_cache_case(dt, 6, 4, 2, 64, true, 10, 333);
         /* head_dims below a warp's pairs (the tiny Qwen3-VL fixture's 32) */
-        rope_cache_case(dt, 3, 4, 2, 32, true, 5, 7, 0);
-        rope_cache_case(dt, 2, 3, 1, 6, true, 0, 0, 0);
-        /* with a warm hint: a decode step's (more chunks than threads), rows,
-         * a width of odd bytes */
-        rope_cache_case(dt, 1, 32, 8, 128, true, 500, 0, (size_t)24 << 20);
-        rope_cache_case(dt, 1, 4, 2, 64, true, 3, 0, 1000003);
-        rope_cache_case(dt, 5, 14, 2, 64, false, 1000, 0, 4099);
-        rope_warm_errors(dt);
+        rope_cache_case(dt, 3, 4, 2, 32, true, 5, 7);
+        rope_cache_case(dt, 2, 3, 1, 6, true, 0, 0);
         /* Qwen3-VL's vision MLP and projections (fewer rows), odd widths, one row */
         matmul_gelu_case(dt, 300, 1152, 4304, true, 0, ORIN_GELU_TANH);
         matmul_gelu_case(dt, 37, 72, 136, true, 1, ORIN_GELU_TANH);

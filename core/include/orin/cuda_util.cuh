@@ -28,7 +28,6 @@
 #include <type_traits>
 
 #include "orin/error.h"
-#include "orin/ops.h"
 #include "orin/registry.h"
 #include "orin/tensor.h"
 
@@ -360,49 +359,10 @@ static inline bool orin_cu_pdl(const orin_exec *ex)
     return !env_off && orin_cu_cc_major(ex) >= 9;
 }
 
-/* ---- warming the L2 (orin_warm in orin/ops.h) ----
- *
- * A line of global memory into L2, as a hint (no register waits on it). */
+/* A line of global memory into L2, as a hint (no register waits on it). */
 __device__ __forceinline__ void orin_cu_prefetch_l2(const void *p)
 {
     asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-}
-
-/* Part `part` of `parts` of the ranges of w, cut to its budget for a last
- * position `pos` (orin_warm): chunks of ORIN_CU_WARM_CHUNK bytes dealt
- * round-robin over the parts (a part a thread: a few instructions each), the
- * first ranges first. sm_90 asks the copy engine for a whole chunk at once
- * (cp.async.bulk.prefetch); before it, a prefetch a 128-byte line. Ranges are
- * taken from their first 16-byte boundary, and their tails beyond the last
- * are left out. */
-#define ORIN_CU_WARM_CHUNK 8192
-__device__ __forceinline__ void orin_cu_warm_part(const orin_warm &w, int pos, int64_t part,
-                                                  int64_t parts)
-{
-    const size_t attended = (size_t)(pos < 0 ? 0 : pos + 1) * w.per_position;
-    size_t left = w.budget > attended ? w.budget - attended : 0;
-    int64_t chunk0 = 0; // the chunks of the ranges before this one
-    for (int r = 0; r < ORIN_WARM_RANGES && left >= 16; r++) {
-        const size_t bytes = w.bytes[r] < left ? w.bytes[r] : left;
-        left -= bytes;
-        const uintptr_t begin = ((uintptr_t)w.data[r] + 15) & ~(uintptr_t)15;
-        const uintptr_t end = ((uintptr_t)w.data[r] + bytes) & ~(uintptr_t)15;
-        if (!w.data[r] || end <= begin)
-            continue;
-        const int64_t chunks = (int64_t)((end - begin + ORIN_CU_WARM_CHUNK - 1) / ORIN_CU_WARM_CHUNK);
-        // this part's first chunk of range r: the next c >= 0 with (chunk0 + c) % parts == part
-        for (int64_t c = ((part - chunk0) % parts + parts) % parts; c < chunks; c += parts) {
-            const uintptr_t a = begin + (uintptr_t)c * ORIN_CU_WARM_CHUNK;
-            const uint32_t n = (uint32_t)(end - a < ORIN_CU_WARM_CHUNK ? end - a : ORIN_CU_WARM_CHUNK);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(a), "r"(n) : "memory");
-#else
-            for (uint32_t o = 0; o < n; o += 128)
-                orin_cu_prefetch_l2((const void *)(a + o));
-#endif
-        }
-        chunk0 += chunks;
-    }
 }
 
 /* kernel<<<grid, block, smem, the exec's stream>>>(args...), with the

@@ -61,7 +61,6 @@ struct orin_device {
     void *stream;       /* the stream ops run on (cudaStream_t on CUDA; NULL on the host) */
     int threads;        /* host threads ops may use (runtime.threads); 0 = all cores */
     double mem_bandwidth_gbs; /* peak memory bandwidth for roofline figures, 0 if unknown */
-    size_t cache_bytes; /* the last-level cache the ops share (a GPU's L2), 0 if unknown */
     void *impl;         /* device-private state */
 };
 

@@ -75,8 +75,6 @@ int orin_check_norm_in(const char *label, const orin_norm_in *norm, const orin_t
  * which the product writes too (nothing to check without a norm). */
 int orin_check_norm_out(const char *label, const orin_norm_in *norm, const char *name,
                         const orin_tensor *out);
-/* A warm hint (orin_warm): every range of bytes > 0 has data. */
-int orin_check_warm(const char *label, const orin_warm *warm);
 /* rope: x [n, heads, hd] with hd even, positions i32 [n], theta > 0. */
 int orin_check_rope(const char *label, const orin_exec *ex, const orin_rope_args *a,
                     orin_device_kind device, orin_dtype dt);

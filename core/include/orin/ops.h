@@ -355,23 +355,6 @@ typedef struct orin_matmul_argmax_args {
     orin_tensor id;
 } orin_matmul_argmax_args;
 
-/* Bytes an op may start pulling into the device's cache for the ops after it:
- * a hint, which a provider is free to ignore (the results are the same). A
- * decode step's attention at a short context leaves the memory idle for
- * microseconds between products that stream weights; the model names the
- * weights read next (range i: bytes[i] from data[i], in the order they are
- * wanted, unused ranges 0 bytes) so that a GPU provider can fill that time.
- * The ranges are cut, in order, to budget less per_position for each cache
- * position the attention after the op reads (the op's last position + 1):
- * a long context's K/V streams through the cache itself. */
-#define ORIN_WARM_RANGES 6
-typedef struct orin_warm {
-    const void *data[ORIN_WARM_RANGES];
-    size_t bytes[ORIN_WARM_RANGES];
-    size_t budget;
-    size_t per_position;
-} orin_warm;
-
 /* The attention prologue of a Qwen layer: q and k each rmsnorm'ed per head with
  * q_norm / k_norm [hd] (Qwen3; skipped when their data is NULL), then rotated
  * (rope, theta) at rope_positions, then k and v written into the cache at
@@ -379,10 +362,7 @@ typedef struct orin_warm {
  *   q [n, H, hd] in place, k [n, Hkv, hd] in place, v [n, Hkv, hd].
  * rope_positions i32 [n] with NULL data means positions (Qwen3-VL rotates the
  * tokens after an image at cache position + rope_delta).
- * The same function as rmsnorm, rmsnorm, rope, rope, kv_write.
- * warm: bytes to pull into the cache once the op's own work is done (a decode
- * step: the o projection's weights, then the MLP's first ones), or none; its
- * positions are the last token's. */
+ * The same function as rmsnorm, rmsnorm, rope, rope, kv_write. */
 typedef struct orin_rope_kv_write_args {
     orin_tensor q;
     orin_tensor k;
@@ -394,7 +374,6 @@ typedef struct orin_rope_kv_write_args {
     float eps;
     float theta;
     orin_kv_view cache;
-    orin_warm warm;
 } orin_rope_kv_write_args;
 
 /* y = gelu(x . w^T + bias): matmul then gelu (a vision MLP's first product and

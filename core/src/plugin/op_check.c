@@ -244,15 +244,6 @@ int orin_check_norm_out(const char *label, const orin_norm_in *norm, const char 
     return orin_check_alias(label, name, out, "norm.x_out", &norm->x_out, false);
 }
 
-int orin_check_warm(const char *label, const orin_warm *warm)
-{
-    for (int r = 0; r < ORIN_WARM_RANGES; r++)
-        if (warm->bytes[r] && !warm->data[r])
-            return orin_error_set("%s: warm range %d: %zu bytes at NULL", label, r,
-                                  warm->bytes[r]);
-    return 0;
-}
-
 int orin_check_rope(const char *label, const orin_exec *ex, const orin_rope_args *a,
                     orin_device_kind device, orin_dtype dt)
 {

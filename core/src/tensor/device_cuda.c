@@ -446,7 +446,6 @@ orin_device *orin_cuda_device_open(int index)
         .stream = stream,
         .threads = 0,
         .mem_bandwidth_gbs = peak_bandwidth_gbs(index),
-        .cache_bytes = prop.l2CacheSize > 0 ? (size_t)prop.l2CacheSize : 0,
         .impl = NULL,
     };
     prop.name[sizeof prop.name - 1] = '\0';
