@@ -861,6 +861,135 @@ static void test_graph_replay(void)
 }
 #endif
 
+/* ---- attention.decode.rope against rope_kv_write, then attention.decode ----
+ * Where a provider has the fused op: the token's raw q, k and v (and q/k norms
+ * where `norms`, the rotation rope_shift positions apart from the cache's)
+ * through ops_common's rope_kv_write and the provider's attention.decode on
+ * one copy of the cache, and through the fused op on another. The fused op
+ * does the same arithmetic in the same order by design, so the outputs and
+ * both caches (every byte, NaN padding included) must be equal bit for bit,
+ * and the raw q and k it read unchanged. */
+static bool same_bytes(ops_buf *a, ops_buf *b)
+{
+    ops_fetch(a->data, a->n * orin_dtype_size(a->dt));
+    ops_fetch(b->data, b->n * orin_dtype_size(b->dt));
+    return memcmp(a->data, b->data, a->n * orin_dtype_size(a->dt)) == 0;
+}
+
+static void rope_case(const char *provider, const att_case *c, orin_dtype dt, uint64_t seed,
+                      bool norms, int rope_shift)
+{
+    const orin_op_impl *fused = ops_test_impl(ORIN_OP_ATTENTION_DECODE_ROPE, provider, dt);
+    const orin_op_impl *rope = ops_test_impl(ORIN_OP_ROPE_KV_WRITE, "common", dt);
+    const orin_op_impl *attn = ops_test_impl(ORIN_OP_ATTENTION_DECODE, provider, dt);
+    if (!fused || !rope || !attn)
+        return;
+    att_data d;
+    att_make(&d, c, dt, seed);
+    char what[300];
+    att_describe(what, sizeof what, provider, &d);
+    snprintf(what + strlen(what), sizeof what - strlen(what), ", rope%s%+d",
+             norms ? " with q/k norms" : "", rope_shift);
+    if (!ops_test_selected(what)) {
+        att_free(&d);
+        return;
+    }
+    ops_rng rng = {.state = seed + 77};
+    const int64_t hd = c->hd, kd[3] = {1, c->kv_heads, hd}, qd[3] = {1, c->heads, hd};
+    ops_buf k = ops_buf_random(&rng, dt, (size_t)c->kv_heads * hd, -2, 2);
+    ops_buf v = ops_buf_random(&rng, dt, (size_t)c->kv_heads * hd, -2, 2);
+    ops_buf qn = ops_buf_random(&rng, dt, (size_t)hd, -2, 2);
+    ops_buf kn = ops_buf_random(&rng, dt, (size_t)hd, -2, 2);
+    ops_buf q1 = ops_buf_copy(&d.q), k1 = ops_buf_copy(&k), q2 = ops_buf_copy(&d.q);
+    ops_buf k2 = ops_buf_copy(&k);
+    ops_buf ck1 = ops_buf_copy(&d.k), cv1 = ops_buf_copy(&d.v);
+    ops_buf ck2 = ops_buf_copy(&d.k), cv2 = ops_buf_copy(&d.v);
+    ops_buf out1 = ops_buf_nan(dt, d.q.n), out2 = ops_buf_nan(dt, d.q.n);
+    int32_t rpos = d.pos[0] + rope_shift;
+    const int64_t one = 1;
+    const size_t cache_bytes = d.k.n * orin_dtype_size(dt);
+
+    orin_attention_args at = att_args(&d, out1.data);
+    at.q = ops_tensor(q1.data, dt, 3, qd);
+    at.cache.k = ops_dev(ck1.data, cache_bytes);
+    at.cache.v = ops_dev(cv1.data, cache_bytes);
+    orin_rope_kv_write_args ra = {
+        .q = at.q, .k = ops_tensor(k1.data, dt, 3, kd), .v = ops_tensor(v.data, dt, 3, kd),
+        .positions = at.positions, .eps = 1e-6f, .theta = 1e6f, .cache = at.cache,
+    };
+    if (rope_shift)
+        ra.rope_positions = ops_tensor(&rpos, ORIN_I32, 1, &one);
+    if (norms) {
+        ra.q_norm = ops_tensor(qn.data, dt, 1, &hd);
+        ra.k_norm = ops_tensor(kn.data, dt, 1, &hd);
+    }
+    orin_attention_decode_rope_args fa = {
+        .rope = ra, .out = ops_tensor(out2.data, dt, 3, qd), .scale = at.scale,
+        .max_kv_len = at.max_kv_len,
+    };
+    fa.rope.q = ops_tensor(q2.data, dt, 3, qd);
+    fa.rope.k = ops_tensor(k2.data, dt, 3, kd);
+    fa.rope.cache.k = ops_dev(ck2.data, cache_bytes);
+    fa.rope.cache.v = ops_dev(cv2.data, cache_bytes);
+
+    orin_exec ex = ops_test_exec(0), exr = ops_test_exec(0), exf = ops_test_exec(0);
+    ex.workspace_size = attn->workspace_size ? attn->workspace_size(&at) : 0;
+    ex.workspace = ex.workspace_size ? ops_workspace(ex.workspace_size) : NULL;
+    exf.workspace_size = fused->workspace_size ? fused->workspace_size(&fa) : 0;
+    exf.workspace = exf.workspace_size ? ops_workspace(exf.workspace_size) : NULL;
+    orin_error_clear();
+    const bool ok = rope->run(&exr, &ra) == 0 && attn->run(&ex, &at) == 0 &&
+                    fused->run(&exf, &fa) == 0;
+    CHECK(ok, "%s: %s", what, orin_error());
+    if (ok) {
+        CHECK(same_bytes(&out1, &out2), "%s: out differs from the sequence's", what);
+        CHECK(same_bytes(&ck1, &ck2) && same_bytes(&cv1, &cv2),
+              "%s: the cache differs from the sequence's", what);
+        ops_buf raw_q = ops_buf_copy(&d.q), raw_k = ops_buf_copy(&k);
+        CHECK(same_bytes(&q2, &raw_q) && same_bytes(&k2, &raw_k),
+              "%s: q or k was written", what);
+        ops_buf_free(&raw_q);
+        ops_buf_free(&raw_k);
+    }
+    ops_release();
+    ops_buf *all[] = {&k, &v, &qn, &kn, &q1, &k1, &q2, &k2, &ck1, &cv1, &ck2, &cv2, &out1, &out2};
+    for (size_t i = 0; i < COUNT(all); i++)
+        ops_buf_free(all[i]);
+    att_free(&d);
+}
+
+/* Decode shapes of every path: Qwen3-8B's group of 4 (the cluster kernel at
+ * short contexts, the split kernel past them), a group of 16 (two row
+ * chunks), GQA 1, head_dim 64, a head-major cache, the last position of a
+ * graph-bound cache, 32k positions. */
+static void test_rope_fused(void)
+{
+    static const struct {
+        orin_dtype dt;
+        att_case c;
+        bool norms;
+        int shift;
+    } cases[] = {
+        {ORIN_F16, CASE(1, 511, 32, 8, 128), true, 0},
+        {ORIN_BF16, CASE(1, 1023, 32, 8, 128), true, 0},
+        {ORIN_F16, CASE(1, 63, 8, 2, 128), false, 0},
+        {ORIN_BF16, CASE(1, 900, 32, 8, 128), true, -700},
+        {ORIN_F16, CASE(1, 500, 32, 2, 128), true, 333},
+        {ORIN_BF16, CASE(1, 255, 16, 8, 128, HEAD_MAJOR, .spare = 5), true, 0},
+        {ORIN_F16, CASE(1, 4096, 8, 8, 64, .graph_bound = true, .spare = 1000), true, 0},
+        {ORIN_F16, CASE(1, 300, 4, 4, 64), false, 7},
+        {ORIN_F32, CASE(1, 700, 8, 2, 128), true, 0},
+        {ORIN_F16, CASE(1, 32767, 32, 8, 128), true, 0},
+    };
+    for (int p = 0; p < n_providers; p++)
+        for (size_t i = 0; i < COUNT(cases); i++) {
+            if (ops_test_quick() && cases[i].c.start > 4200)
+                continue;
+            rope_case(providers[p], &cases[i].c, cases[i].dt, 7000 + i, cases[i].norms,
+                      cases[i].shift);
+        }
+}
+
 /* ---- bad calls ---- */
 
 static void expect(const orin_op_impl *impl, att_data *d, const char *what, const char *needle,
@@ -1012,6 +1141,7 @@ int main(int argc, char **argv)
             test_fallback();
         if (ops_test_selected("graph replay"))
             test_graph_replay();
+        test_rope_fused();
     }
     ops_test_registry_free();
     return test_finish();
