@@ -68,8 +68,6 @@ typedef struct qwen_ops {
      * device and dtype or runtime.fused_ops is off: the graph then runs the
      * sequence each one stands for. */
     const orin_op_impl *add_rmsnorm, *matmul_qkv, *matmul_swiglu, *rope_kv_write;
-    /* rope_kv_write + attention.decode in one op, from the attention's provider */
-    const orin_op_impl *attn_decode_rope;
     const orin_op_impl *matmul_argmax;    /* final norm + lm_head + greedy pick */
     const orin_op_impl *sample;           /* sample.candidates, off the host only */
     /* By orin_weight_format: the quantized matmuls, bound where a layer is in
@@ -770,22 +768,6 @@ static void bind_optional_ops(orin_model *m, const orin_model_options *opt)
             orin_log(ORIN_LOG_DEBUG, "optional op %s: \"%s\"", table[i].op,
                      (*table[i].dst)->provider);
     }
-    /* the decode attention with rope_kv_write's work in front: only from the
-     * attention.backend's own provider, where rope_kv_write itself is bound */
-    if (m->op.rope_kv_write) {
-        const orin_attention_decode_rope_args probe = {
-            .rope = rope_probe,
-            .out = rope_probe.q,
-            .scale = (float)(1.0 / sqrt((double)c->head_dim)),
-            .max_kv_len = m->context,
-        };
-        orin_bind_request req = {.op = ORIN_OP_ATTENTION_DECODE_ROPE,
-                                 .provider = m->op.attn_decode->provider,
-                                 .device = m->dev->kind, .dtype = m->dtype,
-                                 .strict = true, /* no other provider's */
-                                 .args = &probe};
-        m->op.attn_decode_rope = orin_registry_bind(opt->registry, &req);
-    }
     orin_error_clear();
 }
 
@@ -1019,11 +1001,6 @@ static double workspace_planned(const orin_model *m, int32_t rows, int32_t kv_le
     size_t need = 0;
     need = size_max(need, workspace_of(m->op.attn_prefill, &prefill));
     need = size_max(need, workspace_of(m->op.attn_decode, &decode));
-    const orin_attention_decode_rope_args decode_rope = {
-        .rope = {.q = decode.q, .k = decode.q, .v = decode.q}, /* (k and v: not sized by) */
-        .out = decode.out, .scale = decode.scale, .max_kv_len = decode.max_kv_len,
-    };
-    need = size_max(need, workspace_of(m->op.attn_decode_rope, &decode_rope));
     need = size_max(need, workspace_of(m->op.matmul, &mm));
     need = size_max(need, workspace_of(m->op.matmul_swiglu, &sw));
     need = size_max(need, workspace_of(m->op.matmul_argmax, &am));
@@ -1293,23 +1270,6 @@ static void add_rope(orin_model *m, graph_builder *b, orin_tensor q, orin_tensor
     ADD_NODE(b, m->op.rope, rk, "rope k", 2, &rk.x, &rk.x);
 }
 
-/* rope_kv_write's call for layer L: [Qwen3] q/k norms, RoPE at rope_pos, k
- * and v into the cache at pos. */
-static orin_rope_kv_write_args rope_call(const orin_model *m, const qwen_layer *L, orin_tensor q,
-                                         orin_tensor k, orin_tensor v, orin_tensor pos,
-                                         orin_tensor rope_pos, const orin_kv_view *cache)
-{
-    const orin_model_config *c = &m->cfg;
-    orin_rope_kv_write_args a = {.q = q, .k = k, .v = v, .positions = pos,
-                                 .rope_positions = rope_pos, .eps = (float)c->rms_norm_eps,
-                                 .theta = (float)c->rope_theta, .cache = *cache};
-    if (c->qk_norm) {
-        a.q_norm = L->q_norm;
-        a.k_norm = L->k_norm;
-    }
-    return a;
-}
-
 /* [Qwen3] q/k norms, RoPE on q and k, k and v into the cache at pos. */
 static void add_rope_cache(orin_model *m, graph_builder *b, const qwen_layer *L, orin_tensor q,
                            orin_tensor k, orin_tensor v, orin_tensor pos, orin_tensor rope_pos,
@@ -1318,7 +1278,14 @@ static void add_rope_cache(orin_model *m, graph_builder *b, const qwen_layer *L,
     const orin_model_config *c = &m->cfg;
     /* (a prefill with images rotates by its M-RoPE tables: the plain ops) */
     if (m->op.rope_kv_write && !m->img) {
-        orin_rope_kv_write_args a = rope_call(m, L, q, k, v, pos, rope_pos, cache);
+        orin_rope_kv_write_args a = {.q = q, .k = k, .v = v, .positions = pos,
+                                     .rope_positions = rope_pos,
+                                     .eps = (float)c->rms_norm_eps,
+                                     .theta = (float)c->rope_theta, .cache = *cache};
+        if (c->qk_norm) {
+            a.q_norm = L->q_norm;
+            a.k_norm = L->k_norm;
+        }
         /* q and k read and written, v read, k and v written to the cache */
         ADD_NODE(b, m->op.rope_kv_write, a, "rope_kv_write", 7, &a.q, &a.q, &a.k, &a.k, &a.k,
                  &a.v, &a.v);
@@ -1363,6 +1330,8 @@ static void add_attention_block(orin_model *m, graph_builder *b, int32_t l, int6
     orin_kv_view cache = orin_kv_cache_view(m->kv, l);
     /* a Qwen3-VL model rotates by its own positions (struct orin_model) */
     orin_tensor rope_pos = m->cfg.vl.is_vl ? rows1(&m->rope_pos, n) : pos;
+    add_rope_cache(m, b, L, q, k, v, pos, rope_pos, &cache, n);
+
     orin_attention_args at = {
         .q = q,
         .out = rows_view(&bf->attn, 0, 3, qh),
@@ -1376,18 +1345,7 @@ static void add_attention_block(orin_model *m, graph_builder *b, int32_t l, int6
         .fixed = bytes_of(2, &at.q, &at.out),
         .per_position = 2.0 * (double)(Hkv * hd) * (double)orin_dtype_size(m->dtype),
     };
-    if (decode && m->op.attn_decode_rope && !m->img) { /* the prologue in the attention */
-        orin_attention_decode_rope_args a = {
-            .rope = rope_call(m, L, q, k, v, pos, rope_pos, &cache),
-            .out = at.out, .scale = at.scale, .max_kv_len = max_kv_len,
-        };
-        at_bytes.fixed += bytes_of(2, &a.rope.k, &a.rope.v);
-        ADD_NODE_BYTES(b, m->op.attn_decode_rope, a, "attention", at_bytes);
-    } else {
-        add_rope_cache(m, b, L, q, k, v, pos, rope_pos, &cache, n);
-        ADD_NODE_BYTES(b, decode ? m->op.attn_decode : m->op.attn_prefill, at, "attention",
-                       at_bytes);
-    }
+    ADD_NODE_BYTES(b, decode ? m->op.attn_decode : m->op.attn_prefill, at, "attention", at_bytes);
     add_matmul(m, b, rows2(&bf->attn, 0, n), &L->o, o, "o_proj");
 }
 

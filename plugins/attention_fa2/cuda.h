@@ -18,14 +18,6 @@ int fa2_cuda_prefill(const orin_exec *ex, const orin_attention_args *a, orin_dty
 int fa2_cuda_decode(const orin_exec *ex, const orin_attention_args *a, orin_dtype dt);
 size_t fa2_cuda_decode_workspace_size(const orin_attention_args *a);
 
-/* attention.decode.rope: rope_kv_write's prologue in the cluster kernel's
- * blocks (else in a kernel of its own before the split kernel); graph-safe.
- * The same head_dims as decode. */
-int fa2_cuda_decode_rope(const orin_exec *ex, const orin_attention_decode_rope_args *a,
-                         orin_dtype dt);
-size_t fa2_cuda_decode_rope_workspace_size(const orin_attention_decode_rope_args *a);
-bool fa2_cuda_decode_rope_supports(const void *args, char *why, size_t why_cap);
-
 /* The calls these kernels run (head_dim 64 or 128); otherwise false with the
  * reason, and the registry binds another provider. */
 bool fa2_cuda_supports(const void *args, char *why, size_t why_cap);

@@ -75,15 +75,6 @@
 // graph replay: 32k 53.4 -> 52.4 us, 16k 31.7 -> 29.8; Qwen3-8B decode in a
 // model unchanged (within 0.01 ms at 512 to 32k).
 //
-// attention.decode.rope (rope_kv_write, then this op, in one call): in the
-// cluster kernel each block norms and rotates its unit's q rows into shared
-// memory after the PDL wait, and the block whose piece holds p writes the
-// token's k and v into the cache before its loads (fa2d_rope_unit), which are
-// then coherent loads (the read-only path need not see a write of the same
-// kernel); where the cluster kernel does not run, a small kernel of its own
-// does that first, its q into the workspace. A decode step loses
-// rope_kv_write's launch and its boundary.
-//
 // ORIN_FA2_DECODE_CONFIG: words joined by '+': "auto", "cluster",
 // "cluster=8|12|14|16", "two-kernel" or "fused"; "mma" or "simt"; "cpasync" or
 // "cpasync=2|3|4|6" (the mma split kernel through shared memory, with the
@@ -91,12 +82,10 @@
 // registers, fa2d_split_mma); "bps=N" (blocks per SM the split count aims at;
 // default: the kernel's occupancy); "cwarps=8|16" (the cluster kernel's warps a
 // block; default: AUTO's pick); "prefetch=N" (warp steps prefetched before the
-// PDL wait, 0..8; default: the rule above); "rope=0" (attention.decode.rope
-// declines at bind time, so that a model runs rope_kv_write apart: for A/B
-// runs). Unset or empty: auto+mma. An unknown word is an error.
+// PDL wait, 0..8; default: the rule above). Unset or empty: auto+mma. An
+// unknown word is an error.
 #include "cuda.h"
 
-#include "orin/cuda_rope.cuh"
 #include "orin/cuda_util.cuh"
 #include "orin/error.h"
 #include "orin/op_check.h"
@@ -109,7 +98,6 @@
 #include <type_traits>
 
 #define FA2D_LABEL "attention.decode (fa2)"
-#define FA2D_ROPE_LABEL "attention.decode.rope (fa2)"
 
 namespace cg = cooperative_groups;
 
@@ -145,24 +133,6 @@ struct fa2d_params {
     float *partial_lse;          // [splits, H]
     int slab;                    // fused: the counter slab; -1: two-kernel
     int prefetch_steps;          // K/V warp steps prefetched before the PDL wait (fa2d_prefetch_warp)
-};
-
-// attention.decode.rope's prologue: rope_kv_write's call for the one token.
-struct fa2d_rope {
-    const void *q;                 // [H, hd] before its norm and rotation
-    const void *k, *v;             // [Hkv, hd]: the token's, k before its norm and rotation
-    const void *q_norm, *k_norm;   // [hd] or NULL
-    const int32_t *rope_positions; // [1]: where q and k are rotated
-    float eps, theta;
-    rope_table table;              // (orin/cuda_rope.cuh)
-};
-
-// A kernel parameter that is fa2d_rope where ROPE, else empty (so that
-// attention.decode's launches carry no rope table).
-template <bool ROPE> struct fa2d_rope_param {
-};
-template <> struct fa2d_rope_param<true> {
-    fa2d_rope r;
 };
 
 // ---- small device helpers ----
@@ -284,22 +254,13 @@ __device__ __forceinline__ bool fa2d_valid_position(const fa2d_params &P)
 // memory is not touched). The L2::256B hint fetches the rest of the 256-byte
 // row segment with the first access: the next load instructions of the step
 // read it.
-// NC = false: an ordinary (coherent) load, for a kernel that wrote the cache
-// row it reads (attention.decode.rope's): the read-only path may not see it.
-template <bool NC = true>
 __device__ __forceinline__ uint4 fa2d_ld16(const void *p, bool ok)
 {
     uint4 v = make_uint4(0u, 0u, 0u, 0u);
-    if (ok) {
-        if (NC)
-            asm("ld.global.nc.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                : "l"(p));
-        else
-            asm volatile("ld.global.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-                         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                         : "l"(p));
-    }
+    if (ok)
+        asm("ld.global.nc.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                     : "l"(p));
     return v;
 }
 
@@ -576,18 +537,15 @@ __device__ __forceinline__ uint32_t fa2d_word(const uint4 &v, int i)
     return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
 }
 
-// Query row `row` of the block's rows q_rows (a row every head_dim: P.q's from
-// the block's first head, or attention.decode.rope's rows in shared memory),
-// 16-byte chunk `chunk`, as raw dtype bits; zeros past the block's rows.
-// Loaded element by element: q carries no alignment promise.
+// Query row `row` (of H), 16-byte chunk `chunk`, as raw dtype bits; zeros past
+// the block's rows. Loaded element by element: q carries no alignment promise.
 template <typename T>
-__device__ __forceinline__ uint4 fa2d_q_chunk(const T *q_rows, int head_dim, int row, int chunk,
-                                              bool ok)
+__device__ __forceinline__ uint4 fa2d_q_chunk(const fa2d_params &P, int row, int chunk, bool ok)
 {
     uint4 v = make_uint4(0u, 0u, 0u, 0u);
     if (ok) {
         T e[8];
-        const T *src = q_rows + (int64_t)row * head_dim + chunk * 8;
+        const T *src = (const T *)P.q + (int64_t)row * P.head_dim + chunk * 8;
 #pragma unroll
         for (int i = 0; i < 8; i++)
             e[i] = src[i];
@@ -710,7 +668,7 @@ __device__ __forceinline__ void fa2d_mma_pv(const uint4 (&va)[HD / 64], const ui
 
 // One warp step of the mma kernel: positions base .. base + 15 (MASKED: those
 // at or past `end` are not loaded and weigh 0). See fa2d_split_mma.
-template <typename T, int HD, bool MASKED, bool NC = true>
+template <typename T, int HD, bool MASKED>
 __device__ __forceinline__ void fa2d_mma_step(const orin_kv_view &cache, int kvh, int64_t base,
                                               int64_t end, const uint4 (&qf)[HD / 32], float scale,
                                               fa2d_mma_state<HD> &st)
@@ -736,15 +694,15 @@ __device__ __forceinline__ void fa2d_mma_step(const orin_kv_view &cache, int kvh
     uint4 ka[KJ], kb[KJ], va[VH], vb[VH], vc[VH], vd[VH];
 #pragma unroll
     for (int j = 0; j < KJ; j++) { // chunk 4j + t
-        ka[j] = fa2d_ld16<NC>(k0 + 64 * j, ok_k0);
-        kb[j] = fa2d_ld16<NC>(k1 + 64 * j, ok_k1);
+        ka[j] = fa2d_ld16(k0 + 64 * j, ok_k0);
+        kb[j] = fa2d_ld16(k1 + 64 * j, ok_k1);
     }
 #pragma unroll
     for (int h = 0; h < VH; h++) { // chunk g + 8h
-        va[h] = fa2d_ld16<NC>(v0 + 128 * h, ok_v0);
-        vb[h] = fa2d_ld16<NC>(v1 + 128 * h, ok_v1);
-        vc[h] = fa2d_ld16<NC>(v8 + 128 * h, ok_v8);
-        vd[h] = fa2d_ld16<NC>(v9 + 128 * h, ok_v9);
+        va[h] = fa2d_ld16(v0 + 128 * h, ok_v0);
+        vb[h] = fa2d_ld16(v1 + 128 * h, ok_v1);
+        vc[h] = fa2d_ld16(v8 + 128 * h, ok_v8);
+        vd[h] = fa2d_ld16(v9 + 128 * h, ok_v9);
     }
 
     float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -754,13 +712,12 @@ __device__ __forceinline__ void fa2d_mma_step(const orin_kv_view &cache, int kvh
     fa2d_mma_pv<T, HD>(va, vb, vc, vd, b0, b1, st);
 }
 
-// The warp's share of positions [begin, end) of kv head kvh for the query
-// rows q_rows[0 .. rows - 1] (fa2d_q_chunk; zero rows pad them to 8): steps of
-// 16 positions, the W warps of the block interleaved. st starts fresh; an
-// empty share leaves m = -inf, l = 0, O = 0. Ends with l summed over the lanes
-// that share a row. NC: fa2d_ld16's.
-template <typename T, int HD, int W, bool NC = true>
-__device__ __forceinline__ void fa2d_mma_warp_range(const fa2d_params &P, const T *q_rows, int kvh,
+// The warp's share of positions [begin, end) of kv head kvh for query rows
+// head0 .. head0 + rows - 1 (zero rows pad them to 8): steps of 16 positions,
+// the W warps of the block interleaved. st starts fresh; an empty share leaves
+// m = -inf, l = 0, O = 0. Ends with l summed over the lanes that share a row.
+template <typename T, int HD, int W>
+__device__ __forceinline__ void fa2d_mma_warp_range(const fa2d_params &P, int kvh, int head0,
                                                     int rows, int64_t begin, int64_t end,
                                                     fa2d_mma_state<HD> &st)
 {
@@ -773,12 +730,12 @@ __device__ __forceinline__ void fa2d_mma_warp_range(const fa2d_params &P, const 
         uint4 qf[KJ];
 #pragma unroll
         for (int j = 0; j < KJ; j++)
-            qf[j] = fa2d_q_chunk<T>(q_rows, HD, g, 4 * j + t, g < rows);
+            qf[j] = fa2d_q_chunk<T>(P, head0 + g, 4 * j + t, g < rows);
         const orin_kv_view cache = P.cache;
         for (; base + 16 <= end; base += 16 * W)
-            fa2d_mma_step<T, HD, false, NC>(cache, kvh, base, end, qf, P.scale, st);
+            fa2d_mma_step<T, HD, false>(cache, kvh, base, end, qf, P.scale, st);
         if (base < end) // warp-uniform
-            fa2d_mma_step<T, HD, true, NC>(cache, kvh, base, end, qf, P.scale, st);
+            fa2d_mma_step<T, HD, true>(cache, kvh, base, end, qf, P.scale, st);
     }
     // l: this lane's positions only; sum over the 8 lanes g of each t.
 #pragma unroll
@@ -841,8 +798,7 @@ __global__ void __launch_bounds__(FA2D_THREADS, 4) fa2d_split_mma(const fa2d_par
     if (!fa2d_split_block<T, R, HD>(P, sm, &b))
         return;
     fa2d_mma_state<HD> st;
-    fa2d_mma_warp_range<T, HD, FA2D_WARPS>(P, (const T *)P.q + (int64_t)b.head0 * HD, b.kvh,
-                                           b.rows, b.begin, b.end, st);
+    fa2d_mma_warp_range<T, HD, FA2D_WARPS>(P, b.kvh, b.head0, b.rows, b.begin, b.end, st);
     fa2d_mma_store_warp<HD>(st, sm.merge.o[warp], sm.merge.m[warp], sm.merge.l[warp]);
     fa2d_write_partial<R, HD, true>(P, sm, b.split, b.head0, b.rows);
     if (P.slab >= 0)
@@ -1036,8 +992,7 @@ __device__ __forceinline__ void fa2d_cp_warp_range(const fa2d_params &P, int kvh
         uint4 qf[KJ];
 #pragma unroll
         for (int j = 0; j < KJ; j++)
-            qf[j] = fa2d_q_chunk<T>((const T *)P.q + (int64_t)head0 * HD, HD, g, 4 * j + t,
-                                    g < rows);
+            qf[j] = fa2d_q_chunk<T>(P, head0 + g, 4 * j + t, g < rows);
         for (; base + 16 <= end; base += STEP)
             fa2d_cp_step<T, HD, N, false>(cache, kvh, base, end, qf, P.scale, ring, st);
         if (base < end) // warp-uniform
@@ -1103,94 +1058,6 @@ __global__ void __launch_bounds__(FA2D_THREADS, 4) fa2d_split_cp(const fa2d_para
         fa2d_finish_fused<T, R, HD>(P, sm, b.unit, b.head0, b.rows);
 }
 
-// ---- attention.decode.rope's prologue ----
-
-// rope_kv_write's function for one unit (kv head kvh, query rows head0 ..
-// head0 + rows - 1) of the token: those rows normed and rotated into q_out
-// [rows][HD] (T, shared or global memory), and where `owner`, the token's k of
-// kvh normed and rotated and its v into the cache at p = positions[0] (if p is
-// in the cache). Rows of HD / 2 threads, a pair each, THREADS / (HD / 2) rows a
-// turn; a row's sum of squares is added as orin_cu_block_sum adds it over
-// HD / 2 threads (warp sums, then the warps' in a second warp sum), so that
-// every bit is rope_kv_write's. scratch: THREADS / 32 floats of shared memory.
-// Ends with a barrier: q_out and the cache row are then the block's to read.
-template <typename T, int HD, int THREADS>
-__device__ __forceinline__ void fa2d_rope_unit(const fa2d_params &P, const fa2d_rope &R, int kvh,
-                                               int head0, int rows, bool owner, T *q_out,
-                                               float *scratch)
-{
-    constexpr int PAIRS = HD / 2, TURN = THREADS / PAIRS, WPR = PAIRS / 32;
-    static_assert(PAIRS % 32 == 0 && THREADS % PAIRS == 0, "whole warps a row");
-    const int32_t p = P.positions[0];
-    const int32_t rp = R.rope_positions ? R.rope_positions[0] : p;
-    const int total = rows + (owner ? 1 : 0); // the k row last
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int slot = (int)threadIdx.x / PAIRS, j = (int)threadIdx.x % PAIRS;
-    for (int r0 = 0; r0 < total; r0 += TURN) { // block-uniform
-        const int r = r0 + slot;
-        const bool live = r < total, is_k = r == rows;
-        const T *src = is_k ? (const T *)R.k + (int64_t)kvh * HD
-                            : (const T *)R.q + (int64_t)(head0 + r) * HD;
-        const T *norm = (const T *)(is_k ? R.k_norm : R.q_norm);
-        const float x1 = live ? orin_cu_f32(src[j]) : 0.0f;
-        const float x2 = live ? orin_cu_f32(src[j + PAIRS]) : 0.0f;
-        const float part = orin_cu_warp_sum(fmaf(x1, x1, x2 * x2));
-        if (lane == 0)
-            scratch[warp] = part;
-        __syncthreads();
-        const float ss = orin_cu_warp_sum(lane < WPR ? scratch[slot * WPR + lane] : 0.0f);
-        __syncthreads(); // scratch is the next turn's
-        if (!live)
-            continue;
-        const float n1 = norm ? orin_cu_f32(norm[j]) : 0.0f;
-        const float n2 = norm ? orin_cu_f32(norm[j + PAIRS]) : 0.0f;
-        T y1, y2;
-        rope_norm_rotate<T>(x1, x2, norm != nullptr, n1, n2, norm ? rope_norm_inv(ss, HD, R.eps) : 0.0f,
-                            rp, j, HD, R.theta, R.table, &y1, &y2);
-        if (!is_k) {
-            q_out[r * HD + j] = y1;
-            q_out[r * HD + j + PAIRS] = y2;
-        } else if (p >= 0 && p < P.cache.capacity) {
-            const int64_t at = orin_kv_offset(&P.cache, p, kvh);
-            T *kd = (T *)P.cache.k + at, *vd = (T *)P.cache.v + at;
-            const T *vs = (const T *)R.v + (int64_t)kvh * HD;
-            kd[j] = y1;
-            kd[j + PAIRS] = y2;
-            vd[j] = vs[j];
-            vd[j + PAIRS] = vs[j + PAIRS];
-        }
-    }
-    __syncthreads();
-}
-
-// Whether this block of the unit writes the token's k and v (fa2d_rope_unit's
-// owner): the block whose piece [begin, end) holds p; where no piece does (p
-// outside 0..max_kv_len - 1: the output is NaN), block 0, so that the cache is
-// written as rope_kv_write writes it. Every row chunk's owner writes the same
-// bytes: each then reads what it wrote.
-__device__ __forceinline__ bool fa2d_rope_owner(const fa2d_params &P, int block, int64_t begin,
-                                                int64_t end)
-{
-    const int32_t p = P.positions[0];
-    return (p >= begin && p < end) || (block == 0 && (p < 0 || p >= P.max_kv_len));
-}
-
-// Launch (attention.decode.rope where the cluster kernel does not run): grid
-// (Hkv), FA2D_THREADS threads: each kv head's group of q rows normed and
-// rotated into q_out [H, hd] (the workspace), and its cache row written; the
-// split kernel then reads q_out as its q. Bound by latency (a few KB).
-template <typename T, int HD>
-__global__ void __launch_bounds__(FA2D_THREADS) fa2d_rope_kernel(const fa2d_params P,
-                                                                 const fa2d_rope R, T *q_out)
-{
-    __shared__ float scratch[FA2D_WARPS];
-    orin_cu_allow_next(); // PDL (orin/cuda_util.cuh): q, k and v come from the kernel before
-    orin_cu_wait_prior();
-    const int kvh = blockIdx.x, head0 = kvh * P.group;
-    fa2d_rope_unit<T, HD, FA2D_THREADS>(P, R, kvh, head0, P.group, true,
-                                        q_out + (int64_t)head0 * HD, scratch);
-}
-
 // ---- the cluster kernel (sm_90: f16, bf16): one launch, no workspace ----
 
 // Per block: its warps' results, then the block's merged rows, which the
@@ -1222,23 +1089,8 @@ template <int HD, int W> struct fa2d_cluster_smem {
 // bandwidth at long ones, where it runs only if the clusters cover most SMs
 // with 16 warps an SM (8-warp blocks stream too few bytes: 32k at 76 % of the
 // copy against 86 % for the split kernel).
-// ROPE (attention.decode.rope): after the PDL wait each block norms and
-// rotates its unit's q rows into shared memory (fa2d_rope_smem, after the
-// struct above) and the block whose piece holds p writes the token's k and v
-// into the cache first (fa2d_rope_unit), its K/V loads then coherent ones.
-template <int HD> struct fa2d_rope_smem {
-    uint16_t q[FA2D_MMA_ROWS][HD]; // the rows, in T
-    float scratch[32];
-};
-
-template <int HD, int W, bool ROPE> constexpr size_t fa2d_cluster_smem_bytes()
-{
-    return sizeof(fa2d_cluster_smem<HD, W>) + (ROPE ? sizeof(fa2d_rope_smem<HD>) : 0);
-}
-
-template <typename T, int HD, int C, int W, bool ROPE = false>
-__global__ void __launch_bounds__(W * 32, 16 / W)
-    fa2d_cluster_mma(const fa2d_params P, const fa2d_rope_param<ROPE> RP)
+template <typename T, int HD, int C, int W>
+__global__ void __launch_bounds__(W * 32, 16 / W) fa2d_cluster_mma(const fa2d_params P)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     constexpr int R = FA2D_MMA_ROWS, THREADS = W * 32;
@@ -1258,17 +1110,8 @@ __global__ void __launch_bounds__(W * 32, 16 / W)
 
     int64_t begin, end;
     fa2d_range(P, rank, &begin, &end);
-    const T *q_rows = (const T *)P.q + (int64_t)head0 * HD;
-    if constexpr (ROPE) {
-        fa2d_rope_smem<HD> &rs = *reinterpret_cast<fa2d_rope_smem<HD> *>(
-            fa2d_dynamic_smem + sizeof(fa2d_cluster_smem<HD, W>));
-        fa2d_rope_unit<T, HD, THREADS>(P, RP.r, kvh, head0, rows,
-                                       fa2d_rope_owner(P, rank, begin, end), (T *)&rs.q[0][0],
-                                       rs.scratch);
-        q_rows = (const T *)&rs.q[0][0];
-    }
     fa2d_mma_state<HD> st;
-    fa2d_mma_warp_range<T, HD, W, !ROPE>(P, q_rows, kvh, rows, begin, end, st);
+    fa2d_mma_warp_range<T, HD, W>(P, kvh, head0, rows, begin, end, st);
     fa2d_mma_store_warp<HD>(st, sm.o[warp], sm.m[warp], sm.l[warp]);
     __syncthreads();
 
@@ -1508,14 +1351,13 @@ struct fa2d_config {
              // with this many tiles a warp (2, 3, 4, 6; "cpasync=N"), -1 its default
     int prefetch; // warp steps prefetched before the PDL wait ("prefetch=N", 0..8), -1 default
     int cwarps;   // warps a block of the cluster kernel: 8 or 16 ("cwarps=N"), 0: AUTO's pick
-    bool rope;    // attention.decode.rope offered ("rope=0": declined, for A/B runs)
 };
 
 // ORIN_FA2_DECODE_CONFIG, read at every call (the benchmark changes it between rows).
 int fa2d_parse_config(fa2d_config *cfg)
 {
     *cfg = fa2d_config{.combine = FA2D_COMBINE_AUTO, .cluster = 0, .simt = false, .bps = 0,
-                       .cp = -1, .prefetch = -1, .cwarps = 0, .rope = true};
+                       .cp = -1, .prefetch = -1, .cwarps = 0};
     const char *env = getenv("ORIN_FA2_DECODE_CONFIG");
     if (!env)
         return 0;
@@ -1559,13 +1401,11 @@ int fa2d_parse_config(fa2d_config *cfg)
             cfg->cwarps = n;
         } else if (sscanf(word, "prefetch=%d%c", &n, &extra) == 1 && n >= 0 && n <= 8) {
             cfg->prefetch = n;
-        } else if (sscanf(word, "rope=%d%c", &n, &extra) == 1 && (n == 0 || n == 1)) {
-            cfg->rope = n == 1;
         } else {
             return orin_error_set("%s: ORIN_FA2_DECODE_CONFIG \"%s\": unknown \"%s\" (words "
                                   "joined by '+': auto, cluster, cluster=8|12|14|16, two-kernel, "
                                   "fused, mma, simt, cpasync, cpasync=0|2|3|4|6, bps=1..64, "
-                                  "prefetch=0..8, cwarps=8|16, rope=0|1)",
+                                  "prefetch=0..8, cwarps=8|16)",
                                   FA2D_LABEL, env, word);
         }
         p += strcspn(p, "+");
@@ -1710,16 +1550,15 @@ template <typename T> fa2d_kernel fa2d_pick_cp(int hd, int tiles, size_t *smem)
 // where it runs none (before sm_90, or the runtime refuses the cluster size):
 // asked once per device and kernel, after allowing its shared memory and, for
 // C > 8, the non-portable cluster size.
-template <typename T, int HD, int C, int W, bool ROPE>
-int fa2d_cluster_capacity(const orin_exec *ex)
+template <typename T, int HD, int C, int W> int fa2d_cluster_capacity(const orin_exec *ex)
 {
     static int cached[16]; // capacity + 1; 0: not asked yet
     const int dev = ex->device->index;
     if (dev >= 0 && dev < 16 && cached[dev])
         return cached[dev] - 1;
     int clusters = 0;
-    const auto kernel = fa2d_cluster_mma<T, HD, C, W, ROPE>;
-    const int smem = (int)fa2d_cluster_smem_bytes<HD, W, ROPE>();
+    const fa2d_kernel kernel = fa2d_cluster_mma<T, HD, C, W>;
+    const int smem = (int)sizeof(fa2d_cluster_smem<HD, W>);
     cudaLaunchAttribute attr = {};
     attr.id = cudaLaunchAttributeClusterDimension;
     attr.val.clusterDim.x = C;
@@ -1749,20 +1588,19 @@ int fa2d_cluster_capacity(const orin_exec *ex)
 // or 12 can give every unit of a model its cluster at once where 16 cannot.
 static const int fa2d_cluster_sizes[] = {16, 14, 12, 8};
 
-template <typename T, int HD, int W, bool ROPE> int fa2d_capacity_w(const orin_exec *ex, int c)
+template <typename T, int HD, int W> int fa2d_capacity_w(const orin_exec *ex, int c)
 {
     switch (c) {
-    case 16: return fa2d_cluster_capacity<T, HD, 16, W, ROPE>(ex);
-    case 14: return fa2d_cluster_capacity<T, HD, 14, W, ROPE>(ex);
-    case 12: return fa2d_cluster_capacity<T, HD, 12, W, ROPE>(ex);
-    default: return fa2d_cluster_capacity<T, HD, 8, W, ROPE>(ex);
+    case 16: return fa2d_cluster_capacity<T, HD, 16, W>(ex);
+    case 14: return fa2d_cluster_capacity<T, HD, 14, W>(ex);
+    case 12: return fa2d_cluster_capacity<T, HD, 12, W>(ex);
+    default: return fa2d_cluster_capacity<T, HD, 8, W>(ex);
     }
 }
 
-template <typename T, int HD, bool ROPE> int fa2d_capacity_of(const orin_exec *ex, int c, int w)
+template <typename T, int HD> int fa2d_capacity_of(const orin_exec *ex, int c, int w)
 {
-    return w == 8 ? fa2d_capacity_w<T, HD, 8, ROPE>(ex, c)
-                  : fa2d_capacity_w<T, HD, 16, ROPE>(ex, c);
+    return w == 8 ? fa2d_capacity_w<T, HD, 8>(ex, c) : fa2d_capacity_w<T, HD, 16>(ex, c);
 }
 
 // The clusters this call runs the cluster kernel with: C blocks of W warps,
@@ -1785,7 +1623,7 @@ struct fa2d_cluster_shape {
 // 7 clusters of 16 16-warp blocks at once and 15 of 8) in
 // bench/notes/fa2-decode.md: 16 x 8 warps up to 4k, 8 x 16 up to 8k,
 // two-kernel beyond.
-template <typename T, int HD, bool ROPE>
+template <typename T, int HD>
 fa2d_cluster_shape fa2d_cluster_size(const orin_exec *ex, const fa2d_config *cfg, int units,
                                      int32_t max_kv_len)
 {
@@ -1795,20 +1633,20 @@ fa2d_cluster_shape fa2d_cluster_size(const orin_exec *ex, const fa2d_config *cfg
     const int w = cfg->cwarps ? cfg->cwarps : FA2D_CLUSTER_WARPS;
     if (cfg->combine == FA2D_COMBINE_CLUSTER) {
         if (cfg->cluster)
-            return fa2d_capacity_of<T, HD, ROPE>(ex, cfg->cluster, w) > 0
+            return fa2d_capacity_of<T, HD>(ex, cfg->cluster, w) > 0
                        ? fa2d_cluster_shape{cfg->cluster, w} : none;
         for (int c : fa2d_cluster_sizes)
-            if (fa2d_capacity_of<T, HD, ROPE>(ex, c, w) > 0)
+            if (fa2d_capacity_of<T, HD>(ex, c, w) > 0)
                 return {c, w};
         return none;
     }
     if (!cfg->cwarps && max_kv_len <= FA2D_CLUSTER_TINY &&
-        fa2d_capacity_of<T, HD, ROPE>(ex, 16, FA2D_CLUSTER_WARPS) < units &&
-        fa2d_capacity_of<T, HD, ROPE>(ex, 16, 8) >= units)
+        fa2d_capacity_of<T, HD>(ex, 16, FA2D_CLUSTER_WARPS) < units &&
+        fa2d_capacity_of<T, HD>(ex, 16, 8) >= units)
         return {16, 8};
     const int64_t sms = orin_cu_sm_count(ex);
     for (int c : fa2d_cluster_sizes) {
-        if (fa2d_capacity_of<T, HD, ROPE>(ex, c, w) < units)
+        if (fa2d_capacity_of<T, HD>(ex, c, w) < units)
             continue;
         const bool covers = (int64_t)units * c * 10 >= sms * 8;
         return covers || max_kv_len <= FA2D_CLUSTER_SHORT ? fa2d_cluster_shape{c, w} : none;
@@ -1816,67 +1654,45 @@ fa2d_cluster_shape fa2d_cluster_size(const orin_exec *ex, const fa2d_config *cfg
     return none;
 }
 
-template <typename T, int HD, int C, int W, bool ROPE>
+template <typename T, int HD, int C, int W>
 int fa2d_launch_cluster(const orin_exec *ex, orin_dtype dt, const fa2d_config *cfg,
-                        fa2d_params P, const fa2d_rope_param<ROPE> &RP, int units)
+                        fa2d_params P, int units)
 {
     P.splits = C;
     P.prefetch_steps = fa2d_prefetch_steps(cfg, P.max_kv_len, C, W);
-    orin_cu_launch_cluster(ex, true, C, fa2d_cluster_mma<T, HD, C, W, ROPE>,
-                           dim3(C, (unsigned)units), dim3(W * 32),
-                           fa2d_cluster_smem_bytes<HD, W, ROPE>(), P, RP);
-    return orin_cu_launched(FA2D_LABEL, dt, "cluster of %d x %d warps%s, heads %d, head_dim %d, "
-                            "units %d, max_kv_len %d", C, W, ROPE ? " with rope" : "", P.heads,
-                            HD, units, P.max_kv_len);
+    orin_cu_launch_cluster(ex, true, C, fa2d_cluster_mma<T, HD, C, W>, dim3(C, (unsigned)units),
+                           dim3(W * 32), sizeof(fa2d_cluster_smem<HD, W>), P);
+    return orin_cu_launched(FA2D_LABEL, dt, "cluster of %d x %d warps, heads %d, head_dim %d, "
+                            "units %d, max_kv_len %d", C, W, P.heads, HD, units, P.max_kv_len);
 }
 
-template <typename T, int HD, int W, bool ROPE>
+template <typename T, int HD, int W>
 int fa2d_launch_cluster_w(const orin_exec *ex, orin_dtype dt, const fa2d_config *cfg,
-                          fa2d_params P, const fa2d_rope_param<ROPE> &RP, int units, int c)
+                          fa2d_params P, int units, int c)
 {
     switch (c) {
-    case 16: return fa2d_launch_cluster<T, HD, 16, W, ROPE>(ex, dt, cfg, P, RP, units);
-    case 14: return fa2d_launch_cluster<T, HD, 14, W, ROPE>(ex, dt, cfg, P, RP, units);
-    case 12: return fa2d_launch_cluster<T, HD, 12, W, ROPE>(ex, dt, cfg, P, RP, units);
-    default: return fa2d_launch_cluster<T, HD, 8, W, ROPE>(ex, dt, cfg, P, RP, units);
+    case 16: return fa2d_launch_cluster<T, HD, 16, W>(ex, dt, cfg, P, units);
+    case 14: return fa2d_launch_cluster<T, HD, 14, W>(ex, dt, cfg, P, units);
+    case 12: return fa2d_launch_cluster<T, HD, 12, W>(ex, dt, cfg, P, units);
+    default: return fa2d_launch_cluster<T, HD, 8, W>(ex, dt, cfg, P, units);
     }
 }
 
-// The cluster kernel where fa2d_cluster_size picks one (*launched), with the
-// rope prologue where R is given.
 template <typename T, int HD>
 int fa2d_try_cluster(const orin_exec *ex, orin_dtype dt, const fa2d_config *cfg, fa2d_params P,
-                     const fa2d_rope *R, int units, int32_t max_kv_len, bool *launched)
+                     int units, int32_t max_kv_len, bool *launched)
 {
-    const fa2d_cluster_shape shape =
-        R ? fa2d_cluster_size<T, HD, true>(ex, cfg, units, max_kv_len)
-          : fa2d_cluster_size<T, HD, false>(ex, cfg, units, max_kv_len);
+    const fa2d_cluster_shape shape = fa2d_cluster_size<T, HD>(ex, cfg, units, max_kv_len);
     *launched = shape.c != 0;
     if (!shape.c)
         return 0;
-    if (R) {
-        const fa2d_rope_param<true> RP = {*R};
-        return shape.w == 8 ? fa2d_launch_cluster_w<T, HD, 8>(ex, dt, cfg, P, RP, units, shape.c)
-                            : fa2d_launch_cluster_w<T, HD, 16>(ex, dt, cfg, P, RP, units, shape.c);
-    }
-    const fa2d_rope_param<false> RP = {};
-    return shape.w == 8 ? fa2d_launch_cluster_w<T, HD, 8>(ex, dt, cfg, P, RP, units, shape.c)
-                        : fa2d_launch_cluster_w<T, HD, 16>(ex, dt, cfg, P, RP, units, shape.c);
+    return shape.w == 8 ? fa2d_launch_cluster_w<T, HD, 8>(ex, dt, cfg, P, units, shape.c)
+                        : fa2d_launch_cluster_w<T, HD, 16>(ex, dt, cfg, P, units, shape.c);
 }
 
-// The bytes at the front of attention.decode.rope's workspace where its q
-// goes when the cluster kernel does not run (fa2d_rope_kernel), 256-aligned.
-size_t fa2d_rope_q_bytes(int64_t heads, int64_t hd, orin_dtype dt)
-{
-    return ((size_t)heads * (size_t)hd * orin_dtype_size(dt) + 255) / 256 * 256;
-}
-
-// attention.decode (R NULL) or attention.decode.rope: the cluster kernel where
-// it runs (with the rope prologue), else (the rope in a kernel of its own
-// first, its q into the workspace) a split kernel and its combine.
 template <typename T>
 int fa2d_launch(const orin_exec *ex, const orin_attention_args *a, orin_dtype dt,
-                const fa2d_config *cfg, fa2d_params P, const fa2d_rope *R)
+                const fa2d_config *cfg, fa2d_params P)
 {
     const int hd = P.head_dim, kv_heads = a->cache.n_kv_heads;
     const size_t esize = sizeof(T);
@@ -1902,8 +1718,8 @@ int fa2d_launch(const orin_exec *ex, const orin_attention_args *a, orin_dtype dt
         if (mma) {
             bool launched;
             const int rc = hd == 64
-                ? fa2d_try_cluster<T, 64>(ex, dt, cfg, P, R, units, a->max_kv_len, &launched)
-                : fa2d_try_cluster<T, 128>(ex, dt, cfg, P, R, units, a->max_kv_len, &launched);
+                ? fa2d_try_cluster<T, 64>(ex, dt, cfg, P, units, a->max_kv_len, &launched)
+                : fa2d_try_cluster<T, 128>(ex, dt, cfg, P, units, a->max_kv_len, &launched);
             if (launched)
                 return rc;
         }
@@ -1921,20 +1737,6 @@ int fa2d_launch(const orin_exec *ex, const orin_attention_args *a, orin_dtype dt
     P.splits = fa2d_splits(orin_cu_sm_count(ex), bps, units, a->max_kv_len);
     P.prefetch_steps = tiles ? fa2d_prefetch_steps(cfg, a->max_kv_len, P.splits, FA2D_WARPS) : 0;
     P.partial_o = (float *)ex->workspace;
-    if (R) {
-        T *q_out = (T *)ex->workspace;
-        P.partial_o = (float *)((char *)ex->workspace + fa2d_rope_q_bytes(P.heads, hd, dt));
-        if (hd == 64)
-            orin_cu_launch(ex, true, fa2d_rope_kernel<T, 64>, dim3((unsigned)kv_heads),
-                           dim3(FA2D_THREADS), 0, P, *R, q_out);
-        else
-            orin_cu_launch(ex, true, fa2d_rope_kernel<T, 128>, dim3((unsigned)kv_heads),
-                           dim3(FA2D_THREADS), 0, P, *R, q_out);
-        if (orin_cu_launched(FA2D_LABEL, dt, "rope, heads %d/%d, head_dim %d", P.heads, kv_heads,
-                             hd))
-            return -1;
-        P.q = q_out;
-    }
     P.partial_lse = P.partial_o + (size_t)P.splits * P.heads * hd;
     P.slab = cfg->combine == FA2D_COMBINE_FUSED && units <= FA2D_SLAB_COUNTERS
                  ? fa2d_stream_slab(ex) : -1;
@@ -1963,33 +1765,16 @@ extern "C" size_t fa2_cuda_decode_workspace_size(const orin_attention_args *a)
            ((size_t)a->q.shape[2] + 1) * sizeof(float);
 }
 
-// attention.decode.rope's call as attention.decode's (q: rope's, not yet rotated).
-static orin_attention_args fa2d_attention_of(const orin_attention_decode_rope_args *a)
+extern "C" int fa2_cuda_decode(const orin_exec *ex, const orin_attention_args *a, orin_dtype dt)
 {
-    return (orin_attention_args){.q = a->rope.q, .out = a->out, .positions = a->rope.positions,
-                                 .cache = a->rope.cache, .scale = a->scale,
-                                 .max_kv_len = a->max_kv_len};
-}
-
-extern "C" size_t fa2_cuda_decode_rope_workspace_size(const orin_attention_decode_rope_args *a)
-{
-    if (!a)
-        return 0;
-    const orin_attention_args at = fa2d_attention_of(a);
-    const size_t attention = fa2_cuda_decode_workspace_size(&at);
-    if (!attention)
-        return 0;
-    return fa2d_rope_q_bytes(at.q.shape[1], at.q.shape[2], at.q.dtype) + attention;
-}
-
-// Both ops after their own checks: the workspace, the config, the kernels.
-static int fa2d_run(const orin_exec *ex, const orin_attention_args *a, orin_dtype dt,
-                    const orin_rope_kv_write_args *rope, size_t need)
-{
+    if (orin_check_exec(FA2D_LABEL, ex, ORIN_DEVICE_CUDA) ||
+        orin_check_attention(FA2D_LABEL, a, ORIN_DEVICE_CUDA, dt, true))
+        return -1;
     const int64_t hd = a->q.shape[2];
     if (hd != 64 && hd != 128)
         return orin_error_set("%s: head_dim %lld (the cuda kernels take 64 and 128)", FA2D_LABEL,
                               (long long)hd);
+    const size_t need = fa2_cuda_decode_workspace_size(a);
     if (!ex->workspace || ex->workspace_size < need)
         return orin_error_set("%s: workspace of %zu bytes, the call needs %zu", FA2D_LABEL,
                               ex->workspace ? ex->workspace_size : 0, need);
@@ -2016,56 +1801,6 @@ static int fa2d_run(const orin_exec *ex, const orin_attention_args *a, orin_dtyp
         .slab = -1,
         .prefetch_steps = 0, // fa2d_launch, for the kernel it picks
     };
-    fa2d_rope R = {};
-    if (rope) {
-        R.q = rope->q.data;
-        R.k = rope->k.data;
-        R.v = rope->v.data;
-        R.q_norm = rope->q_norm.data;
-        R.k_norm = rope->k_norm.data;
-        R.rope_positions = (const int32_t *)rope->rope_positions.data;
-        R.eps = rope->eps;
-        R.theta = rope->theta;
-        rope_table_fill(&R.table, (int)(hd / 2), (int)hd, rope->theta);
-    }
-    ORIN_CU_DISPATCH(dt, FA2D_LABEL, T, return fa2d_launch<T>(ex, a, dt, &cfg, P, rope ? &R : NULL));
+    ORIN_CU_DISPATCH(dt, FA2D_LABEL, T, return fa2d_launch<T>(ex, a, dt, &cfg, P));
     return 0;
-}
-
-extern "C" int fa2_cuda_decode(const orin_exec *ex, const orin_attention_args *a, orin_dtype dt)
-{
-    if (orin_check_exec(FA2D_LABEL, ex, ORIN_DEVICE_CUDA) ||
-        orin_check_attention(FA2D_LABEL, a, ORIN_DEVICE_CUDA, dt, true))
-        return -1;
-    return fa2d_run(ex, a, dt, NULL, fa2_cuda_decode_workspace_size(a));
-}
-
-extern "C" int fa2_cuda_decode_rope(const orin_exec *ex, const orin_attention_decode_rope_args *a,
-                                    orin_dtype dt)
-{
-    const char *label = FA2D_ROPE_LABEL;
-    const orin_attention_args at = fa2d_attention_of(a);
-    if (orin_check_exec(label, ex, ORIN_DEVICE_CUDA) ||
-        orin_check_rope_kv_write(label, &a->rope, ORIN_DEVICE_CUDA, dt) ||
-        orin_check_attention(label, &at, ORIN_DEVICE_CUDA, dt, true) ||
-        orin_check_alias(label, "out", &a->out, "k", &a->rope.k, false) ||
-        orin_check_alias(label, "out", &a->out, "v", &a->rope.v, false))
-        return -1;
-    return fa2d_run(ex, &at, dt, &a->rope, fa2_cuda_decode_rope_workspace_size(a));
-}
-
-extern "C" bool fa2_cuda_decode_rope_supports(const void *args, char *why, size_t why_cap)
-{
-    const orin_attention_decode_rope_args *a = (const orin_attention_decode_rope_args *)args;
-    if (!a)
-        return true; // run's checks report the bad call
-    fa2d_config cfg;
-    if (fa2d_parse_config(&cfg) == 0 && !cfg.rope) {
-        if (why && why_cap)
-            snprintf(why, why_cap, "ORIN_FA2_DECODE_CONFIG has rope=0");
-        return false;
-    }
-    orin_error_clear();
-    const orin_attention_args at = fa2d_attention_of(a);
-    return fa2_cuda_supports(&at, why, why_cap);
 }

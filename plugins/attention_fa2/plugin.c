@@ -51,12 +51,6 @@ static size_t decode_workspace(const void *args)
         if (!args)                                                                  \
             return orin_error_set("attention.decode (fa2): no arguments");          \
         return fa2_cuda_decode(ex, args, dt);                                       \
-    }                                                                               \
-    static int cuda_decode_rope_##suffix(const orin_exec *ex, const void *args)     \
-    {                                                                               \
-        if (!args)                                                                  \
-            return orin_error_set("attention.decode.rope (fa2): no arguments");     \
-        return fa2_cuda_decode_rope(ex, args, dt);                                  \
     }
 
 CUDA_ENTRIES(ORIN_F32, f32)
@@ -78,11 +72,6 @@ static size_t cuda_decode_workspace(const void *args)
     return fa2_cuda_decode_workspace_size(args);
 }
 
-static size_t cuda_decode_rope_workspace(const void *args)
-{
-    return fa2_cuda_decode_rope_workspace_size(args);
-}
-
 /* The decode grid follows max_kv_len and the SM count, never the position:
  * graph-safe. head_dim other than 64 and 128 is declined (supports). */
 #define CUDA_IMPLS(dt, suffix)                                                      \
@@ -96,12 +85,6 @@ static size_t cuda_decode_rope_workspace(const void *args)
         .device = ORIN_DEVICE_CUDA, .dtype = dt, .run = cuda_decode_##suffix,       \
         .workspace_size = cuda_decode_workspace, .flags = ORIN_OP_GRAPH_SAFE,       \
         .supports = fa2_cuda_supports,                                              \
-    },                                                                              \
-    {                                                                               \
-        .op = ORIN_OP_ATTENTION_DECODE_ROPE, .provider = "fa2",                     \
-        .device = ORIN_DEVICE_CUDA, .dtype = dt, .run = cuda_decode_rope_##suffix,  \
-        .workspace_size = cuda_decode_rope_workspace, .flags = ORIN_OP_GRAPH_SAFE,  \
-        .supports = fa2_cuda_decode_rope_supports,                                  \
     }
 #endif
 
@@ -133,6 +116,5 @@ static int register_ops(orin_registry *reg)
 
 ORIN_PLUGIN_DEFINE("attention_fa2", "0.1.0",
                    "FlashAttention-2: Q tiles outer, one normalisation at the end, causal tiles "
-                   "skipped; split-KV decode (cpu, cuda: f32, f16, bf16), with the rope prologue "
-                   "(attention.decode.rope: cuda); attention.full (cuda: f16, bf16)",
+                   "skipped; split-KV decode (cpu, cuda: f32, f16, bf16); attention.full (cuda: f16, bf16)",
                    register_ops)

@@ -13,7 +13,7 @@
 #include "cuda.h"
 #include "cuda_fused.h"
 #include "cuda_gemv.cuh"
-#include "orin/cuda_rope.cuh"
+#include "cuda_rope.cuh"
 
 #include "orin/cuda_util.cuh"
 #include "orin/op_check.h"
@@ -1281,14 +1281,21 @@ __global__ void rope_kv_write_kernel(T *__restrict__ q, T *__restrict__ k, const
     }
     const int h = is_q ? slot : slot - heads;
     T *row = is_q ? q + ((size_t)token * heads + h) * hd : k + ((size_t)token * kv_heads + h) * hd;
-    const float x1 = live ? orin_cu_f32(row[j]) : 0.0f, x2 = live ? orin_cu_f32(row[j + half]) : 0.0f;
-    const float inv = norm ? rope_norm_inv(orin_cu_block_sum(fmaf(x1, x1, x2 * x2), scratch), hd, eps)
-                           : 0.0f;
+    float x1 = live ? orin_cu_f32(row[j]) : 0.0f, x2 = live ? orin_cu_f32(row[j + half]) : 0.0f;
+    if (norm) {
+        float ss = orin_cu_block_sum(fmaf(x1, x1, x2 * x2), scratch);
+        if (!live)
+            return;
+        float inv = 1.0f / sqrtf(ss / (float)hd + eps);
+        x1 = orin_cu_f32(orin_cu_from_f32<T>(n1 * (x1 * inv)));
+        x2 = orin_cu_f32(orin_cu_from_f32<T>(n2 * (x2 * inv)));
+    }
     if (!live)
         return;
-    T y1, y2;
-    rope_norm_rotate<T>(x1, x2, norm != nullptr, n1, n2, inv, rope_positions[token], j, hd,
-                        theta, table, &y1, &y2);
+    float c, s, r1, r2;
+    rope_cos_sin(rope_positions[token], j, hd, theta, table, &c, &s);
+    rope_rotate(x1, x2, c, s, &r1, &r2);
+    T y1 = orin_cu_from_f32<T>(r1), y2 = orin_cu_from_f32<T>(r2);
     row[j] = y1;
     row[j + half] = y2;
     if (!is_q && in_cache) {
@@ -1318,14 +1325,39 @@ extern "C" int cuda_rope_kv_write(const orin_exec *ex, const orin_rope_kv_write_
                                   orin_dtype dt)
 {
     const char *label = "rope_kv_write (common)";
-    if (orin_check_exec(label, ex, CUDA) || orin_check_rope_kv_write(label, a, CUDA, dt))
+    if (orin_check_exec(label, ex, CUDA) ||
+        orin_check_tensor(label, "q", &a->q, CUDA, dt, 3, 3) ||
+        orin_check_tensor(label, "k", &a->k, CUDA, dt, 3, 3) ||
+        orin_check_tensor(label, "v", &a->v, CUDA, dt, 3, 3) ||
+        orin_check_same_shape(label, "k", &a->k, "v", &a->v) ||
+        orin_check_dim(label, "k", &a->k, 0, a->q.shape[0]) ||
+        orin_check_dim(label, "k", &a->k, 2, a->q.shape[2]) ||
+        orin_check_tensor(label, "positions", &a->positions, CUDA, ORIN_I32, 1, 1) ||
+        orin_check_dim(label, "positions", &a->positions, 0, a->q.shape[0]) ||
+        orin_check_kv_view(label, &a->cache, dt, a->k.shape[2]))
+        return -1;
+    if (a->rope_positions.data &&
+        (orin_check_tensor(label, "rope_positions", &a->rope_positions, CUDA, ORIN_I32, 1, 1) ||
+         orin_check_dim(label, "rope_positions", &a->rope_positions, 0, a->q.shape[0])))
         return -1;
     const void *rope_positions = a->rope_positions.data ? a->rope_positions.data
                                                         : a->positions.data;
+    if (a->k.shape[1] != a->cache.n_kv_heads)
+        return orin_error_set("%s: k: %lld heads, the cache has %d", label,
+                              (long long)a->k.shape[1], a->cache.n_kv_heads);
+    if ((a->q_norm.data && (orin_check_tensor(label, "q_norm", &a->q_norm, CUDA, dt, 1, 1) ||
+                            orin_check_dim(label, "q_norm", &a->q_norm, 0, a->q.shape[2]))) ||
+        (a->k_norm.data && (orin_check_tensor(label, "k_norm", &a->k_norm, CUDA, dt, 1, 1) ||
+                            orin_check_dim(label, "k_norm", &a->k_norm, 0, a->q.shape[2]))))
+        return -1;
     const int64_t n = a->q.shape[0], heads = a->q.shape[1], hd = a->q.shape[2];
     if (!rope_kv_write_fits(hd))
         return orin_error_set("%s: head_dim %lld (runs even ones up to 2048)", label,
                               (long long)hd);
+    if (!isfinite(a->theta) || a->theta <= 0.0f || !isfinite(a->eps) || a->eps < 0.0f)
+        return orin_error_set("%s: theta %g or eps %g out of range", label, a->theta, a->eps);
+    if (n > 65535)
+        return orin_error_set("%s: %lld tokens in one call (at most 65535)", label, (long long)n);
     dim3 grid((unsigned)(heads + 2 * a->k.shape[1]), (unsigned)n);
     rope_table table;
     rope_table_fill(&table, (int)(hd / 2), (int)hd, a->theta);

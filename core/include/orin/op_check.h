@@ -75,12 +75,6 @@ int orin_check_norm_in(const char *label, const orin_norm_in *norm, const orin_t
  * which the product writes too (nothing to check without a norm). */
 int orin_check_norm_out(const char *label, const orin_norm_in *norm, const char *name,
                         const orin_tensor *out);
-/* rope_kv_write: q [n, H, hd], k and v [n, Hkv, hd] with the cache's Hkv,
- * positions (and rope_positions, data NULL: positions) i32 [n], q_norm and
- * k_norm [hd] where given, the cache view of the dtype and hd, theta > 0, eps
- * >= 0, n at most 65535. */
-int orin_check_rope_kv_write(const char *label, const orin_rope_kv_write_args *a,
-                             orin_device_kind device, orin_dtype dt);
 /* rope: x [n, heads, hd] with hd even, positions i32 [n], theta > 0. */
 int orin_check_rope(const char *label, const orin_exec *ex, const orin_rope_args *a,
                     orin_device_kind device, orin_dtype dt);

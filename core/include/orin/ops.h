@@ -61,7 +61,6 @@ extern "C" {
 #define ORIN_OP_MATMUL_GELU        "matmul.gelu"
 #define ORIN_OP_MATMUL_ADD         "matmul.add"
 #define ORIN_OP_MATMUL_ARGMAX      "matmul.argmax"
-#define ORIN_OP_ATTENTION_DECODE_ROPE "attention.decode.rope"
 
 /* The sampler's first steps on the device, so that a decode step copies back a
  * few candidates instead of the whole vocabulary's logits. */
@@ -376,21 +375,6 @@ typedef struct orin_rope_kv_write_args {
     float theta;
     orin_kv_view cache;
 } orin_rope_kv_write_args;
-
-/* rope_kv_write, then attention.decode over the cache it wrote: a decode
- * step's attention prologue in the attention's own launch.
- *   rope: orin_rope_kv_write_args of one token (n == 1); its q and k are read,
- *         not rewritten (nothing reads them after the attention), and the
- *         cache row at positions[0] is written as rope_kv_write writes it;
- *   out [1, H, hd], scale, max_kv_len: orin_attention_args', whose q is rope's
- *         q normed and rotated, and whose positions and cache are rope's.
- * The same function as rope_kv_write then attention.decode. */
-typedef struct orin_attention_decode_rope_args {
-    orin_rope_kv_write_args rope;
-    orin_tensor out;
-    float scale;
-    int32_t max_kv_len;
-} orin_attention_decode_rope_args;
 
 /* y = gelu(x . w^T + bias): matmul then gelu (a vision MLP's first product and
  * its activation), shapes as orin_matmul_args. */

@@ -244,39 +244,6 @@ int orin_check_norm_out(const char *label, const orin_norm_in *norm, const char 
     return orin_check_alias(label, name, out, "norm.x_out", &norm->x_out, false);
 }
 
-int orin_check_rope_kv_write(const char *label, const orin_rope_kv_write_args *a,
-                             orin_device_kind device, orin_dtype dt)
-{
-    if (orin_check_tensor(label, "q", &a->q, device, dt, 3, 3) ||
-        orin_check_tensor(label, "k", &a->k, device, dt, 3, 3) ||
-        orin_check_tensor(label, "v", &a->v, device, dt, 3, 3) ||
-        orin_check_same_shape(label, "k", &a->k, "v", &a->v) ||
-        orin_check_dim(label, "k", &a->k, 0, a->q.shape[0]) ||
-        orin_check_dim(label, "k", &a->k, 2, a->q.shape[2]) ||
-        orin_check_tensor(label, "positions", &a->positions, device, ORIN_I32, 1, 1) ||
-        orin_check_dim(label, "positions", &a->positions, 0, a->q.shape[0]) ||
-        orin_check_kv_view(label, &a->cache, dt, a->k.shape[2]))
-        return -1;
-    if (a->rope_positions.data &&
-        (orin_check_tensor(label, "rope_positions", &a->rope_positions, device, ORIN_I32, 1, 1) ||
-         orin_check_dim(label, "rope_positions", &a->rope_positions, 0, a->q.shape[0])))
-        return -1;
-    if (a->k.shape[1] != a->cache.n_kv_heads)
-        return orin_error_set("%s: k: %lld heads, the cache has %d", label,
-                              (long long)a->k.shape[1], a->cache.n_kv_heads);
-    if ((a->q_norm.data && (orin_check_tensor(label, "q_norm", &a->q_norm, device, dt, 1, 1) ||
-                            orin_check_dim(label, "q_norm", &a->q_norm, 0, a->q.shape[2]))) ||
-        (a->k_norm.data && (orin_check_tensor(label, "k_norm", &a->k_norm, device, dt, 1, 1) ||
-                            orin_check_dim(label, "k_norm", &a->k_norm, 0, a->q.shape[2]))))
-        return -1;
-    if (!isfinite(a->theta) || a->theta <= 0.0f || !isfinite(a->eps) || a->eps < 0.0f)
-        return orin_error_set("%s: theta %g or eps %g out of range", label, a->theta, a->eps);
-    if (a->q.shape[0] > 65535)
-        return orin_error_set("%s: %lld tokens in one call (at most 65535)", label,
-                              (long long)a->q.shape[0]);
-    return 0;
-}
-
 int orin_check_rope(const char *label, const orin_exec *ex, const orin_rope_args *a,
                     orin_device_kind device, orin_dtype dt)
 {

@@ -1,10 +1,9 @@
-// RoPE's arithmetic on CUDA, shared by the rope op and the fused rope_kv_write
-// (ops_common) and fa2's attention.decode.rope, so that all give bit for bit
-// what the CPU's rope gives (ops_common/cpu.c: rope_inv_freq, rope_row): at
-// positions of thousands one ulp of angle moves cos by 1e-4, so every rounding
-// is the CPU's.
-#ifndef ORIN_CUDA_ROPE_CUH
-#define ORIN_CUDA_ROPE_CUH
+// RoPE's arithmetic on CUDA, shared by the rope op (cuda.cu) and the fused
+// rope_kv_write (cuda_fused.cu), so that both give bit for bit what the CPU's
+// rope gives (cpu.c: rope_inv_freq, rope_row): at positions of thousands one
+// ulp of angle moves cos by 1e-4, so every rounding is the CPU's.
+#ifndef ORIN_OPS_COMMON_CUDA_ROPE_CUH
+#define ORIN_OPS_COMMON_CUDA_ROPE_CUH
 
 #include "orin/cuda_util.cuh"
 
@@ -61,32 +60,6 @@ __device__ __forceinline__ void rope_rotate(float x1, float x2, float c, float s
 {
     *y1 = __fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s));
     *y2 = __fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, s));
-}
-
-// rope_kv_write's arithmetic on pair j of a head (x1 = x[j], x2 = x[j + hd/2]):
-// with a norm, each scaled by inv (rope_norm_inv of the head's sum of squares)
-// and its weight (n1, n2) and rounded to T, as the unfused rmsnorm stores it;
-// then rotated at pos and rounded to T.
-__device__ __forceinline__ float rope_norm_inv(float sum_squares, int hd, float eps)
-{
-    return 1.0f / sqrtf(sum_squares / (float)hd + eps);
-}
-
-template <typename T>
-__device__ __forceinline__ void rope_norm_rotate(float x1, float x2, bool norm, float n1, float n2,
-                                                 float inv, int32_t pos, int j, int hd,
-                                                 float theta, const rope_table &table, T *y1,
-                                                 T *y2)
-{
-    if (norm) {
-        x1 = orin_cu_f32(orin_cu_from_f32<T>(n1 * (x1 * inv)));
-        x2 = orin_cu_f32(orin_cu_from_f32<T>(n2 * (x2 * inv)));
-    }
-    float c, s, r1, r2;
-    rope_cos_sin(pos, j, hd, theta, table, &c, &s);
-    rope_rotate(x1, x2, c, s, &r1, &r2);
-    *y1 = orin_cu_from_f32<T>(r1);
-    *y2 = orin_cu_from_f32<T>(r2);
 }
 
 #endif
