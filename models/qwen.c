@@ -91,6 +91,16 @@ typedef struct decode_step {
  * ending in the greedy pick where matmul.argmax is bound. */
 enum { DECODE_LOGITS, DECODE_GREEDY, DECODE_STEPS };
 
+/* Each decode step is built for DECODE_SPANS spans of cache positions, the
+ * context halved, halved again and so on (40,960: 5,120, 10,240, 20,480 and
+ * 40,960), a step at position p running the shortest span's graph above p:
+ * its attention is called with that span as max_kv_len, so that at short
+ * positions it runs the kernel it picks for a short cache (fa2: one cluster
+ * launch up to 8k) and not the one the whole context asks for (H100,
+ * Qwen3-8B int8 at 512: 3.47 ms a token with fa2's split kernel against 3.32
+ * with its cluster kernel: bench/notes/fa2-decode.md). */
+#define DECODE_SPANS 4
+
 /* The candidates sample.candidates may return to the host (a top_k of 20 asks
  * for 40: orin_sampler_candidates_top_k). */
 #define SAMPLE_MAX 256
@@ -160,7 +170,9 @@ struct orin_model {
     /* The decode step, built once and run every step: ending in the logits
      * (for orin_model_sample), or, where matmul.argmax is bound, a second one
      * ending in the greedy pick (orin_model_decode_sample). */
-    decode_step decode[DECODE_STEPS];
+    decode_step decode[DECODE_SPANS][DECODE_STEPS];
+    int32_t decode_span[DECODE_SPANS];    /* the spans' max_kv_len, ascending */
+    int decode_spans;
     orin_tensor greedy_id;                /* device: i32 [1], the greedy step's pick */
     orin_profile *profile;                /* --profile: decode steps run op by op, timed */
     orin_profile *prefill_profile;        /* --profile: prefill chunks' ops, timed */
@@ -1502,10 +1514,13 @@ static int reserve_bytes(orin_model *m, size_t need)
         m->dev->ops->free(m->dev, m->workspace);
     m->workspace = w;
     m->workspace_size = need;
-    for (int i = 0; i < DECODE_STEPS; i++)
-        if (m->decode[i].replay) { /* it points at the old workspace: capture again */
-            m->dev->ops->graph_destroy(m->dev, m->decode[i].replay);
-            m->decode[i].replay = NULL;
+    for (int s = 0; s < m->decode_spans; s++)
+        for (int i = 0; i < DECODE_STEPS; i++) {
+            decode_step *step = &m->decode[s][i];
+            if (step->replay) { /* it points at the old workspace: capture again */
+                m->dev->ops->graph_destroy(m->dev, step->replay);
+                step->replay = NULL;
+            }
         }
     return 0;
 }
@@ -1585,22 +1600,40 @@ static int run_decode(orin_model *m, decode_step *step, int32_t pos)
 }
 
 /* The decode graphs read their one id and position from device memory, so each
- * is built once for the whole cache and run (or replayed as a device graph)
- * every step: the one ending in the logits, and where matmul.argmax is bound
- * (a float lm_head), the one ending in the greedy pick. */
+ * is built once per span of positions (DECODE_SPANS) and run (or replayed as a
+ * device graph) every step in it: the one ending in the logits, and where
+ * matmul.argmax is bound (a float lm_head), the one ending in the greedy pick. */
 static int build_decode_steps(orin_model *m, const orin_model_options *opt)
 {
-    for (int i = 0; i < DECODE_STEPS; i++) {
-        if (i == DECODE_GREEDY && !m->op.matmul_argmax)
-            break;
-        decode_step *step = &m->decode[i];
-        step->m = m;
-        if (!(step->graph = orin_graph_create()) ||
-            build_graph(m, step->graph, 1, true, m->context, 1, i == DECODE_GREEDY) != 0)
-            return -1;
-        step->replayable = decode_replayable(m, step->graph, opt->cuda_graph);
+    m->decode_spans = 0;
+    for (int k = DECODE_SPANS - 1; k >= 0; k--) {
+        const int32_t len = (int32_t)(((int64_t)m->context + (1 << k) - 1) >> k);
+        if (m->decode_spans == 0 || len > m->decode_span[m->decode_spans - 1])
+            m->decode_span[m->decode_spans++] = len;
     }
+    for (int s = 0; s < m->decode_spans; s++)
+        for (int i = 0; i < DECODE_STEPS; i++) {
+            if (i == DECODE_GREEDY && !m->op.matmul_argmax)
+                break;
+            decode_step *step = &m->decode[s][i];
+            step->m = m;
+            if (!(step->graph = orin_graph_create()) ||
+                build_graph(m, step->graph, 1, true, m->decode_span[s], 1,
+                            i == DECODE_GREEDY) != 0)
+                return -1;
+            step->replayable = decode_replayable(m, step->graph, opt->cuda_graph);
+        }
     return 0;
+}
+
+/* Decode step `kind` for a token at pos: the shortest span above pos (the
+ * last for a pos past the cache, which check_tokens turns away). */
+static decode_step *decode_step_at(orin_model *m, int kind, int32_t pos)
+{
+    int s = 0;
+    while (s + 1 < m->decode_spans && pos >= m->decode_span[s])
+        s++;
+    return &m->decode[s][kind];
 }
 
 /* ---- load / free ------------------------------------------------------------------ */
@@ -1609,11 +1642,12 @@ void orin_model_free(orin_model *m)
 {
     if (!m)
         return;
-    for (int i = 0; i < DECODE_STEPS; i++) {
-        if (m->decode[i].replay)
-            m->dev->ops->graph_destroy(m->dev, m->decode[i].replay);
-        orin_graph_free(m->decode[i].graph);
-    }
+    for (int s = 0; s < DECODE_SPANS; s++)
+        for (int i = 0; i < DECODE_STEPS; i++) {
+            if (m->decode[s][i].replay)
+                m->dev->ops->graph_destroy(m->dev, m->decode[s][i].replay);
+            orin_graph_free(m->decode[s][i].graph);
+        }
     orin_graph_free(m->prefill);
     orin_vision_free(m->vision);
     free(m->host_rope_pos);
@@ -2098,7 +2132,7 @@ static int decode_token(orin_model *m, decode_step *step, int32_t id, int32_t po
 
 int orin_model_decode(orin_model *m, int32_t id, int32_t pos, float *logits)
 {
-    if (decode_token(m, &m->decode[DECODE_LOGITS], id, pos) != 0)
+    if (decode_token(m, decode_step_at(m, DECODE_LOGITS, pos), id, pos) != 0)
         return -1;
     if (logits && fetch_logits(m, 1, logits) != 0)
         return -1;
@@ -2108,11 +2142,11 @@ int orin_model_decode(orin_model *m, int32_t id, int32_t pos, float *logits)
 int32_t orin_model_decode_sample(orin_model *m, orin_sampler *s, int32_t id, int32_t pos,
                                  const int32_t *history, int32_t n)
 {
-    if (!m->decode[DECODE_GREEDY].graph || !orin_sampler_plain_greedy(s))
+    if (!m->decode[0][DECODE_GREEDY].graph || !orin_sampler_plain_greedy(s))
         return orin_model_decode(m, id, pos, NULL) != 0 ? -1
                                                         : orin_model_sample(m, s, history, n);
     int32_t next;
-    if (decode_token(m, &m->decode[DECODE_GREEDY], id, pos) != 0 ||
+    if (decode_token(m, decode_step_at(m, DECODE_GREEDY, pos), id, pos) != 0 ||
         m->dev->ops->copy_d2h(m->dev, &next, m->greedy_id.data, sizeof next) != 0)
         return -1;
     return next >= 0 ? next : orin_error_set("sampler: every logit is NaN");
