@@ -97,8 +97,9 @@ enum { DECODE_LOGITS, DECODE_GREEDY, DECODE_STEPS };
  * its attention is called with that span as max_kv_len, so that at short
  * positions it runs the kernel it picks for a short cache (fa2: one cluster
  * launch up to 8k) and not the one the whole context asks for (H100,
- * Qwen3-8B int8 at 512: 3.47 ms a token with fa2's split kernel against 3.32
- * with its cluster kernel: bench/notes/fa2-decode.md). */
+ * Qwen3-8B at 512 with a context of 32,768: int8 3.45 ms a token through
+ * fa2's split kernel, 3.32 through its cluster kernel; f16 5.92 and 5.40:
+ * bench/notes/fa2-decode.md). */
 #define DECODE_SPANS 4
 
 /* The candidates sample.candidates may return to the host (a top_k of 20 asks
@@ -167,9 +168,10 @@ struct orin_model {
                                              formats at their size) */
 
     orin_graph *prefill;                  /* rebuilt per chunk */
-    /* The decode step, built once and run every step: ending in the logits
-     * (for orin_model_sample), or, where matmul.argmax is bound, a second one
-     * ending in the greedy pick (orin_model_decode_sample). */
+    /* The decode steps, built once per span of positions (DECODE_SPANS) and
+     * run every step in it: ending in the logits (for orin_model_sample), or,
+     * where matmul.argmax is bound, a second one ending in the greedy pick
+     * (orin_model_decode_sample). */
     decode_step decode[DECODE_SPANS][DECODE_STEPS];
     int32_t decode_span[DECODE_SPANS];    /* the spans' max_kv_len, ascending */
     int decode_spans;
