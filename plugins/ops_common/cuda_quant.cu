@@ -268,14 +268,6 @@ template <int FMT> __global__ void pack_groups_kernel(pack_params p)
 #ifndef QMMA_DEEP_BATCHES
 #define QMMA_DEEP_BATCHES 3
 #endif
-// The other 8-warp grids of at most this many blocks per SM (o's 256 on 132
-// SMs) are compiled for 2 blocks an SM (up to 128 registers) instead of
-// QMMA_WIDE_MIN_BLOCKS: the third block's register budget is never used. H100,
-// o alone (-DQMMA_WIDE_MIN_BLOCKS=2 for every grid): int8 6.96 -> 6.76 us, AWQ
-// 5.48 -> 5.11 (bench/notes/quant.md).
-#ifndef QMMA_ROOMY_UPTO
-#define QMMA_ROOMY_UPTO 2
-#endif
 #define QMMA_SMEM_MAX ((size_t)96 << 10)
 
 enum qmma_mode { QMMA_SEGMENTS, QMMA_SWIGLU };
@@ -543,11 +535,8 @@ __device__ __forceinline__ void qmma_batch(const uint4 (&raw)[B], int u, int u_e
     }
 }
 
-// MINB: the blocks an SM it is compiled for (its registers: 65,536 / (MINB x
-// 32 WARPS)); 0: 2 for DEPTH 2, QMMA_WIDE_MIN_BLOCKS for 8 warps, else 1.
-template <typename T, int FMT, int SPAN, int WARPS, int MODE, int DEPTH = 1, int MINB = 0>
-__global__ void __launch_bounds__(32 * WARPS, MINB                       ? MINB
-                                              : DEPTH == 2               ? 2
+template <typename T, int FMT, int SPAN, int WARPS, int MODE, int DEPTH = 1>
+__global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
                                               : WARPS == QMMA_WARPS_WIDE ? QMMA_WIDE_MIN_BLOCKS
                                                                          : 1)
     qmma_gemv_kernel(qmma_params p)
@@ -842,9 +831,6 @@ static int allow_smem(const char *label)
         (const void *)qmma_gemv_kernel<T, FMT, 1, QMMA_WARPS_WIDE, MODE, 2>,
         (const void *)qmma_gemv_kernel<T, FMT, UT, QMMA_WARPS_WIDE, MODE, 2>,
         (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_WIDE, MODE, 2>,
-        (const void *)qmma_gemv_kernel<T, FMT, 1, QMMA_WARPS_WIDE, MODE, 1, 2>,
-        (const void *)qmma_gemv_kernel<T, FMT, UT, QMMA_WARPS_WIDE, MODE, 1, 2>,
-        (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_WIDE, MODE, 1, 2>,
         (const void *)qmma_gemv_kernel<T, FMT, 1, QMMA_WARPS_NARROW, MODE>,
         (const void *)qmma_gemv_kernel<T, FMT, UT, QMMA_WARPS_NARROW, MODE>,
         (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_NARROW, MODE>,
@@ -980,18 +966,16 @@ static int quant_sliced(const orin_exec *ex, const orin_matmul_quant_args *a,
 // multiples of 8 (128 inputs), else of a unit's tiles, else of one tile (the
 // SPAN of qmma_batch); a grid of fewer blocks than QMMA_NARROW_BELOW per SM
 // takes 16 warps a block, one of at most QMMA_DEEP_UPTO whose warps stream
-// QMMA_DEEP_BATCHES deep batches or more takes them (DEPTH 2), another of at
-// most QMMA_ROOMY_UPTO the registers of 2 blocks an SM (MINB 2).
-template <typename T, int FMT, int MODE, int WARPS, int DEPTH = 1, int MINB = 0>
+// QMMA_DEEP_BATCHES deep batches or more takes them (DEPTH 2).
+template <typename T, int FMT, int MODE, int WARPS, int DEPTH = 1>
 static void launch_qmma_warps(const orin_exec *ex, const qmma_params &p, unsigned blocks,
                               size_t smem)
 {
     constexpr int UT = tiles_of<FMT>::UNIT_TILES;
     orin_cu_launch(ex, true,
-                   p.group_tiles % 8 == 0 ? qmma_gemv_kernel<T, FMT, 8, WARPS, MODE, DEPTH, MINB>
-                   : p.group_tiles % UT == 0
-                       ? qmma_gemv_kernel<T, FMT, UT, WARPS, MODE, DEPTH, MINB>
-                       : qmma_gemv_kernel<T, FMT, 1, WARPS, MODE, DEPTH, MINB>,
+                   p.group_tiles % 8 == 0   ? qmma_gemv_kernel<T, FMT, 8, WARPS, MODE, DEPTH>
+                   : p.group_tiles % UT == 0 ? qmma_gemv_kernel<T, FMT, UT, WARPS, MODE, DEPTH>
+                                             : qmma_gemv_kernel<T, FMT, 1, WARPS, MODE, DEPTH>,
                    dim3(blocks), dim3(32 * WARPS), smem, p);
 }
 
@@ -1006,8 +990,6 @@ static void launch_qmma_gemv(const orin_exec *ex, const qmma_params &p, unsigned
         launch_qmma_warps<T, FMT, MODE, QMMA_WARPS_NARROW>(ex, p, blocks, smem);
     else if ((int)blocks <= QMMA_DEEP_UPTO * sms && warp_units >= QMMA_DEEP_BATCHES * DEEP_B)
         launch_qmma_warps<T, FMT, MODE, QMMA_WARPS_WIDE, 2>(ex, p, blocks, smem);
-    else if ((int)blocks <= QMMA_ROOMY_UPTO * sms)
-        launch_qmma_warps<T, FMT, MODE, QMMA_WARPS_WIDE, 1, 2>(ex, p, blocks, smem);
     else
         launch_qmma_warps<T, FMT, MODE, QMMA_WARPS_WIDE>(ex, p, blocks, smem);
 }
