@@ -21,10 +21,13 @@
  * (weights, scales, zeros) per second as a fraction of the copy bandwidth
  * measured in the same process. bench/notes/decode.md and quant.md say what
  * the figures meant so far; `--plugins DIR` times a plugin built with other
- * -D tunables beside the default one.
+ * -D tunables beside the default one; `--norm` gives qkv and gate_up the
+ * residual add + rmsnorm in front that a decode step folds into them
+ * (orin_norm_in), so that its cost shows beside the plain product.
  *
  * usage: matmul_bench [--json] [--dtypes f16,bf16] [--formats float,awq,int8]
  *                     [--products qkv,o,gate_up,down,lm_head] [--runs N] [--plugins DIR]
+ *                     [--norm]
  * Exit 77 without a GPU. */
 #define _POSIX_C_SOURCE 200809L
 #include "bench_util.h"
@@ -76,6 +79,7 @@ typedef struct row {
     const product *p;
     format fmt;
     orin_dtype dt;
+    bool norm;             /* --norm: the add + rmsnorm in front (qkv, gate_up) */
     const char *op;
     int copies;
     double bytes;          /* read a call: weights, scales, zeros */
@@ -201,9 +205,11 @@ static bool make_qweight(bench *b, row *r, pool *pl, format f, int64_t out, int6
     return true;
 }
 
-/* Copy c's call struct over x and the outputs y[part]. */
+/* Copy c's call struct over x and the outputs y[part]; with r->norm, the
+ * add + rmsnorm in front as a decode step folds it (orin_norm_in over nb:
+ * residual, weight, x_out). */
 static bool make_call(bench *b, row *r, pool *pl, int c, void *x, void *const *y,
-                      call_args *a)
+                      void *const *nb, call_args *a)
 {
     const product *p = r->p;
     const orin_tensor xt = cuda_tensor(x, r->dt, 1, p->in);
@@ -245,6 +251,15 @@ static bool make_call(bench *b, row *r, pool *pl, int c, void *x, void *const *y
     } else {
         a->qm = (orin_matmul_quant_args){.x = xt, .w = q[0], .y = y0};
     }
+    if (r->norm) {
+        const orin_norm_in norm = {.residual = cuda_tensor(nb[0], r->dt, 1, p->in),
+                                   .weight = cuda_tensor(nb[1], r->dt, 1, p->in),
+                                   .x_out = cuda_tensor(nb[2], r->dt, 1, p->in),
+                                   .eps = 1e-6f};
+        orin_norm_in *dst = p->parts == 3 ? (r->fmt == FLOAT ? &a->qkv.norm : &a->qqkv.norm)
+                                          : (r->fmt == FLOAT ? &a->sw.norm : &a->qsw.norm);
+        *dst = norm;
+    }
     return true;
 }
 
@@ -255,10 +270,10 @@ static void print_row(const bench *b, const row *r)
     if (b->json) {
         char status[512];
         printf("{\"engine\": \"orin\", \"product\": \"%s\", \"format\": \"%s\", \"dtype\": \"%s\", "
-               "\"op\": \"%s\", \"in\": %lld, \"copies\": %d, \"bytes\": %.0f, \"status\": \"%s\", "
-               "\"copy_gbs\": %.1f",
+               "\"op\": \"%s\", \"in\": %lld, \"norm\": %s, \"copies\": %d, \"bytes\": %.0f, "
+               "\"status\": \"%s\", \"copy_gbs\": %.1f",
                r->p->name, format_names[r->fmt], orin_dtype_name(r->dt), r->op,
-               (long long)r->p->in, r->copies, r->bytes,
+               (long long)r->p->in, r->norm ? "true" : "false", r->copies, r->bytes,
                bench_json_text(r->status, status, sizeof status), b->copy_gbs);
         if (ok)
             printf(", \"us\": %.3f, \"graph_us\": %.3f, \"graph_gbs\": %.1f, \"graph_frac\": %.4f",
@@ -269,16 +284,18 @@ static void print_row(const bench *b, const row *r)
                orin_dtype_name(r->dt), r->op, r->status);
     } else {
         printf("%-8s %-5s %-5s %-20s %8.2f MB  eager %8.2f us   graph %8.2f us  %7.1f GB/s  "
-               "%5.1f %%\n",
+               "%5.1f %%%s\n",
                r->p->name, format_names[r->fmt], orin_dtype_name(r->dt), r->op, r->bytes / 1e6,
-               r->seconds * 1e6, r->graph_seconds * 1e6, gbs, 100.0 * gbs / b->copy_gbs);
+               r->seconds * 1e6, r->graph_seconds * 1e6, gbs, 100.0 * gbs / b->copy_gbs,
+               r->norm ? "  (norm in front)" : "");
     }
     fflush(stdout);
 }
 
-static void run_product(bench *b, const product *p, format f, orin_dtype dt)
+static void run_product(bench *b, const product *p, format f, orin_dtype dt, bool norm)
 {
-    row r = {.p = p, .fmt = f, .dt = dt, .op = op_of(p, f), .status = "ok"};
+    row r = {.p = p, .fmt = f, .dt = dt, .op = op_of(p, f), .status = "ok",
+             .norm = norm && (p->parts == 3 || p->swiglu)};
     pool pl = {0};
     call_args *args = NULL;
     void *ws = NULL;
@@ -298,16 +315,20 @@ static void run_product(bench *b, const product *p, format f, orin_dtype dt)
         goto done;
     }
     void *x = device_noise(b, &r, &pl, dt, (size_t)p->in, 7), *y[MAX_PARTS] = {0};
+    void *nb[3] = {x, x, x}; /* --norm: residual, weight, x_out */
     for (int i = 0; x && i < p->parts; i++)
         y[i] = pool_keep(&pl, b->dev->ops->alloc(b->dev, (size_t)p->out[i] * orin_dtype_size(dt)));
+    for (int i = 0; r.norm && x && i < 3; i++)
+        nb[i] = i < 2 ? device_noise(b, &r, &pl, dt, (size_t)p->in, (size_t)(11 + i))
+                      : pool_keep(&pl, b->dev->ops->alloc(b->dev, (size_t)p->in * orin_dtype_size(dt)));
     args = calloc((size_t)r.copies, sizeof *args);
-    if (!x || !y[p->parts - 1] || !args) {
+    if (!x || !y[p->parts - 1] || !nb[0] || !nb[1] || !nb[2] || !args) {
         if (strcmp(r.status, "ok") == 0)
             snprintf(r.status, sizeof r.status, "skipped (memory)");
         goto done;
     }
     for (int c = 0; c < r.copies; c++)
-        if (!make_call(b, &r, &pl, c, x, y, &args[c]))
+        if (!make_call(b, &r, &pl, c, x, y, nb, &args[c]))
             goto done;
     const size_t ws_bytes = impl->workspace_size ? impl->workspace_size(&args[0]) : 0;
     if (ws_bytes && !(ws = b->dev->ops->alloc(b->dev, ws_bytes))) {
@@ -334,7 +355,7 @@ done:
 static int usage(const char *prog)
 {
     fprintf(stderr, "usage: %s [--json] [--dtypes f16,bf16] [--formats float,awq,int8] "
-                    "[--products qkv,o,gate_up,down,lm_head] [--runs N] [--plugins DIR]\n",
+                    "[--products qkv,o,gate_up,down,lm_head] [--runs N] [--plugins DIR] [--norm]\n",
             prog);
     return 1;
 }
@@ -342,6 +363,7 @@ static int usage(const char *prog)
 int main(int argc, char **argv)
 {
     bench b = {.runs = 40};
+    bool norm = false;
     const char *plugins = ORIN_PLUGIN_DIR;
     char dtypes_text[64] = "f16,bf16", formats_text[64] = "float,awq,int8";
     char products_text[128] = "qkv,o,gate_up,down,lm_head";
@@ -349,6 +371,8 @@ int main(int argc, char **argv)
         const char *arg = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(arg, "--json") == 0)
             b.json = true;
+        else if (strcmp(arg, "--norm") == 0)
+            norm = true;
         else if (!val)
             return usage(argv[0]);
         else if (strcmp(arg, "--dtypes") == 0)
@@ -384,7 +408,7 @@ int main(int argc, char **argv)
             for (size_t i = 0; i < sizeof products / sizeof products[0]; i++)
                 if (bench_listed(&wanted, products[i].name) &&
                     (f == FLOAT || !products[i].float_only))
-                    run_product(&b, &products[i], (format)f, all_dtypes[d]);
+                    run_product(&b, &products[i], (format)f, all_dtypes[d], norm);
         }
     }
     bench_close(&b);
