@@ -253,7 +253,8 @@ static bool make_call(bench *b, row *r, pool *pl, int c, void *x, void *const *y
     }
     if (r->norm) {
         const orin_norm_in norm = {.residual = cuda_tensor(nb[0], r->dt, 1, p->in),
-                                   .weight = cuda_tensor(nb[1], r->dt, 1, p->in),
+                                   .weight = orin_tensor_make(nb[1], r->dt, ORIN_DEVICE_CUDA,
+                                                              1, &p->in),
                                    .x_out = cuda_tensor(nb[2], r->dt, 1, p->in),
                                    .eps = 1e-6f};
         orin_norm_in *dst = p->parts == 3 ? (r->fmt == FLOAT ? &a->qkv.norm : &a->qqkv.norm)
