@@ -316,14 +316,14 @@ static void run_product(bench *b, const product *p, format f, orin_dtype dt, boo
         goto done;
     }
     void *x = device_noise(b, &r, &pl, dt, (size_t)p->in, 7), *y[MAX_PARTS] = {0};
-    void *nb[3] = {x, x, x}; /* --norm: residual, weight, x_out */
+    void *nb[3] = {NULL}; /* --norm: residual, weight, x_out */
     for (int i = 0; x && i < p->parts; i++)
         y[i] = pool_keep(&pl, b->dev->ops->alloc(b->dev, (size_t)p->out[i] * orin_dtype_size(dt)));
     for (int i = 0; r.norm && x && i < 3; i++)
         nb[i] = i < 2 ? device_noise(b, &r, &pl, dt, (size_t)p->in, (size_t)(11 + i))
                       : pool_keep(&pl, b->dev->ops->alloc(b->dev, (size_t)p->in * orin_dtype_size(dt)));
     args = calloc((size_t)r.copies, sizeof *args);
-    if (!x || !y[p->parts - 1] || !nb[0] || !nb[1] || !nb[2] || !args) {
+    if (!x || !y[p->parts - 1] || (r.norm && (!nb[0] || !nb[1] || !nb[2])) || !args) {
         if (strcmp(r.status, "ok") == 0)
             snprintf(r.status, sizeof r.status, "skipped (memory)");
         goto done;

@@ -1644,11 +1644,12 @@ void orin_model_free(orin_model *m)
 {
     if (!m)
         return;
-    for (int s = 0; s < DECODE_SPANS; s++)
+    for (int s = 0; s < m->decode_spans; s++)
         for (int i = 0; i < DECODE_STEPS; i++) {
-            if (m->decode[s][i].replay)
-                m->dev->ops->graph_destroy(m->dev, m->decode[s][i].replay);
-            orin_graph_free(m->decode[s][i].graph);
+            decode_step *step = &m->decode[s][i];
+            if (step->replay)
+                m->dev->ops->graph_destroy(m->dev, step->replay);
+            orin_graph_free(step->graph);
         }
     orin_graph_free(m->prefill);
     orin_vision_free(m->vision);
