@@ -10,7 +10,8 @@
 # VARIANT is NAME=CUDA_FLAGS ("awq16=-DQMMA_BATCH_TILES_AWQ=16"), or
 # NAME=@FILE:PATH (this working tree, its untracked files too, with PATH
 # replaced by FILE, e.g. the version at HEAD:
-# "old=@/tmp/cuda_quant.cu:plugins/ops_common/cuda_quant.cu"). "base" is
+# "old=@/tmp/cuda_quant.cu:plugins/ops_common/cuda_quant.cu"; several
+# FILE:PATH pairs separated by commas). "base" is
 # always run first: BUILD_DIR's own plugins. BENCH_COMMAND runs once per
 # variant and repeat with {PLUGINS} replaced by the variant's plugin folder:
 #
@@ -49,13 +50,16 @@ plugin_dir() {
 build_variant() {
   local name=$1 spec=$2 src=. flags=""
   if [ "${spec:0:1}" = "@" ]; then
-    local file=${spec#@} path
-    path=${file#*:}
-    file=${file%%:*}
+    local pair file path
     src="$work/$name/src"
     mkdir -p "$src"
     git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$src"
-    cp "$file" "$src/$path" || return 1
+    IFS=, read -ra pairs <<<"${spec#@}"
+    for pair in "${pairs[@]}"; do
+      path=${pair#*:}
+      file=${pair%%:*}
+      cp "$file" "$src/$path" || return 1
+    done
   else
     flags=$spec
   fi

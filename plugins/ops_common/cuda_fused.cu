@@ -456,9 +456,12 @@ __global__ void __launch_bounds__(GEMV_THREADS, 2)
     uint4 a[U][RES_ROWS], b[U][RES_ROWS];
     int g = blockIdx.x;
     res_load<T, MODE, U>(a, p, g, chunks); // the weights: before the PDL wait
-    gemv_prologue();
     T *hs = reinterpret_cast<T *>(res_smem);
-    gemv_norm_row<T>(norm, (const T *)p.x, p.in, hs, hs + p.in, scratch);
+    gemv_norm_fetch_weight<T>(norm, p.in, hs + p.in);
+    gemv_prologue();
+    // each thread reads back below the chunks it normalised itself: no barrier
+    gemv_norm_row<T>(norm, (const T *)p.x, p.in, hs, hs + p.in, scratch,
+                     gemv_norm_put_row<T>{hs});
     float xr[U][V];
 #pragma unroll
     for (int u = 0; u < U; u++) {

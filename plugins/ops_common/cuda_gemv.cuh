@@ -75,30 +75,57 @@ static inline size_t gemv_norm_smem(int64_t d, size_t elem)
     return 2 * (size_t)d * elem;
 }
 
-// x_out = x + residual (rounded to T); hs = weight * (x_out * 1/sqrt(mean(x_out^2)
-// + eps)): the row the product reads, into shared memory hs [d] (ws [d]:
-// scratch for the weight). A block's threads below 256 take the 16-byte vectors
-// t, t + 256, ... and sum their squares in that order, then orin_cu_block_sum
-// (threads past 256 add zeros, which leave the sum's tree as it is): the order
-// of add_rmsnorm_vec_kernel (cuda_fused.cu), so hs is that op's output bit for
-// bit and a fused product gives the unfused sequence's result. Block 0 writes
-// x_out (every block computes the same sum; x_out overlaps neither input, so
-// no block reads what it writes). Runs after the PDL wait: x and the residual
-// are the kernels' before. Loads of 4 vectors (x, residual and weight) go out
-// together: one L2 round trip for rows up to BATCH x 256 vectors (BATCH 4: d =
-// 8,192 in f16).
-// Ends with the block synchronised, hs readable by every thread. BATCH: the
-// vectors a thread loads at once (registers: 3 x 16 bytes each).
-template <typename T, int BATCH = 4>
+// Before the PDL wait (a norm's weight is never written by a kernel): its d
+// values into ws [d] by cp.async, thread t < 256 copying the 16-byte vectors
+// t, t + 256, ..., the ones gemv_norm_row reads back in that thread, so no
+// barrier is needed between the two: the weight's L2 round trip is off the
+// critical path.
+template <typename T>
+__device__ __forceinline__ void gemv_norm_fetch_weight(const gemv_norm<T> &p, int d, T *ws)
+{
+    constexpr int N = orin_cu_vec<T>::n;
+    if (threadIdx.x >= 256)
+        return;
+    for (int u = threadIdx.x; u < d / N; u += 256)
+        orin_cu_cp_async16(orin_cu_smem_addr(ws + (size_t)u * N), p.weight + (size_t)u * N);
+    orin_cu_cp_async_commit();
+}
+
+// The normalised row's vector u into hs itself: the resident GEMV's layout.
+template <typename T> struct gemv_norm_put_row {
+    T *hs;
+    __device__ __forceinline__ void operator()(int u, const float (&v)[orin_cu_vec<T>::n]) const
+    {
+        orin_cu_store16(hs + (size_t)u * orin_cu_vec<T>::n, v);
+    }
+};
+
+// x_out = x + residual (rounded to T); then vector u of the row the product
+// reads, weight * (x_out * 1/sqrt(mean(x_out^2) + eps)), goes to put(u, v).
+// hs [d]: scratch in shared memory for x_out; ws [d]: the weight, fetched by
+// gemv_norm_fetch_weight before the PDL wait. A block's threads below 256 take
+// the 16-byte vectors t, t + 256, ... and sum their squares in that order,
+// then orin_cu_block_sum (threads past 256 add zeros, which leave the sum's
+// tree as it is): the order of add_rmsnorm_vec_kernel (cuda_fused.cu), so the
+// row is that op's output bit for bit and a fused product gives the unfused
+// sequence's result. Block 0 writes x_out (every block computes the same sum;
+// x_out overlaps neither input, so no block reads what it writes). Runs after
+// the PDL wait: x and the residual are the kernels' before. Loads of BATCH
+// vectors of x and of the residual go out together: one L2 round trip for rows
+// up to BATCH x 256 vectors (BATCH 4: d = 8,192 in f16). Each thread reads back
+// only the vectors it wrote to hs and ws, and put gets them in that thread:
+// the caller synchronises before other threads read what put wrote.
+template <typename T, int BATCH = 4, typename Put>
 __device__ __forceinline__ void gemv_norm_row(const gemv_norm<T> &p, const T *__restrict__ x,
-                                              int d, T *hs, T *ws, float *scratch)
+                                              int d, T *hs, const T *ws, float *scratch,
+                                              const Put &put)
 {
     constexpr int N = orin_cu_vec<T>::n;
     const int units = d / N, t = (int)threadIdx.x;
     T *x_out = blockIdx.x == 0 ? p.x_out : nullptr;
     float ss = 0.0f;
     for (int u0 = t; u0 < units && t < 256; u0 += BATCH * 256) {
-        uint4 xv[BATCH], rv[BATCH], wv[BATCH];
+        uint4 xv[BATCH], rv[BATCH];
 #pragma unroll
         for (int b = 0; b < BATCH; b++) {
             const int u = u0 + b * 256;
@@ -106,7 +133,6 @@ __device__ __forceinline__ void gemv_norm_row(const gemv_norm<T> &p, const T *__
                 xv[b] = *reinterpret_cast<const uint4 *>(x + (size_t)u * N);
                 if (p.residual)
                     rv[b] = *reinterpret_cast<const uint4 *>(p.residual + (size_t)u * N);
-                wv[b] = *reinterpret_cast<const uint4 *>(p.weight + (size_t)u * N);
             }
         }
 #pragma unroll
@@ -128,12 +154,12 @@ __device__ __forceinline__ void gemv_norm_row(const gemv_norm<T> &p, const T *__
             for (int e = 0; e < N; e++)
                 ss = fmaf(orin_cu_f32(se[e]), orin_cu_f32(se[e]), ss);
             *reinterpret_cast<uint4 *>(hs + (size_t)u * N) = sum;
-            *reinterpret_cast<uint4 *>(ws + (size_t)u * N) = wv[b];
             if (x_out)
                 *reinterpret_cast<uint4 *>(x_out + (size_t)u * N) = sum;
         }
     }
-    ss = orin_cu_block_sum(ss, scratch); // (its barriers publish hs and ws)
+    orin_cu_cp_async_wait<0>(); // this thread's vectors of ws
+    ss = orin_cu_block_sum(ss, scratch);
     const float inv = 1.0f / sqrtf(ss / (float)d + p.eps);
     for (int u = t; u < units && t < 256; u += 256) {
         float v[N], w[N];
@@ -142,9 +168,8 @@ __device__ __forceinline__ void gemv_norm_row(const gemv_norm<T> &p, const T *__
 #pragma unroll
         for (int e = 0; e < N; e++)
             v[e] = w[e] * (v[e] * inv);
-        orin_cu_store16(hs + (size_t)u * N, v);
+        put(u, v);
     }
-    __syncthreads();
 }
 
 #endif

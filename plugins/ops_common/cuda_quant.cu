@@ -469,17 +469,36 @@ __device__ __forceinline__ void load_x(const uint4 *xs, int u, int t,
 // ((u 4 + t) UNIT_TILES + tt) 4 + i. A thread moves 16 bytes (8 inputs: two
 // lanes' 4) at a time.
 template <typename T, int FMT>
-__device__ __forceinline__ void qmma_stage_x(uint2 *xs, const uint4 *x, int k, int threads)
+__device__ __forceinline__ void qmma_stage_chunk(uint2 *xs, int c, uint4 v)
 {
     constexpr int UT = tiles_of<FMT>::UNIT_TILES;
     static_assert(sizeof(T) == 2, "4 values of T in 8 bytes");
-    for (int c = threadIdx.x; c < k / 8; c += threads) {
-        const uint4 v = x[c];
-        const int kt = c / 2, t0 = 2 * (c % 2), u = kt / UT, tt = kt % UT;
-        xs[(u * 4 + t0) * UT + tt] = make_uint2(v.x, v.y);
-        xs[(u * 4 + t0 + 1) * UT + tt] = make_uint2(v.z, v.w);
-    }
+    const int kt = c / 2, t0 = 2 * (c % 2), u = kt / UT, tt = kt % UT;
+    xs[(u * 4 + t0) * UT + tt] = make_uint2(v.x, v.y);
+    xs[(u * 4 + t0 + 1) * UT + tt] = make_uint2(v.z, v.w);
 }
+
+template <typename T, int FMT>
+__device__ __forceinline__ void qmma_stage_x(uint2 *xs, const uint4 *x, int k, int threads)
+{
+    for (int c = threadIdx.x; c < k / 8; c += threads)
+        qmma_stage_chunk<T, FMT>(xs, c, x[c]);
+}
+
+// gemv_norm_row's put: the normalised row's 16-byte vector c (8 inputs)
+// straight into the staged layout, without a pass over the row in between.
+template <typename T, int FMT> struct qmma_put_staged {
+    uint2 *xs;
+    __device__ __forceinline__ void operator()(int c, const float (&v)[8]) const
+    {
+        uint4 raw;
+        T *e = reinterpret_cast<T *>(&raw);
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            e[i] = orin_cu_from_f32<T>(v[i]);
+        qmma_stage_chunk<T, FMT>(xs, c, raw);
+    }
+};
 
 // A lane's running state over its warp's k-tiles: the open span's two mma
 // chains (even and odd tiles, so that consecutive mmas do not wait on each
@@ -592,18 +611,20 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
         pair[r] = in ? (i < ng ? s0 : s1)[i] : 0;
         zb[r] = FMT == FMT_AWQ4 && in ? (i < ng ? z0 : z1)[i] : 0;
     }
+    // with a norm in front, x_out's scratch and the norm's weight (fetched now)
+    T *hs = (T *)(groups + MATS * ng);
+    const gemv_norm<T> np = {(const T *)p.norm_residual, (const T *)p.norm_weight,
+                             (T *)p.norm_x_out, p.norm_eps};
+    if (p.norm_weight)
+        gemv_norm_fetch_weight<T>(np, k, hs + k);
     // PDL prologue (orin/cuda_util.cuh): the previous kernel wrote x.
     orin_cu_allow_next();
     orin_cu_wait_prior();
-    const T *x = (const T *)p.x;
-    if (p.norm_weight) { // x + residual, normalised, into shared memory first
-        T *hs = (T *)(groups + MATS * ng);
-        const gemv_norm<T> np = {(const T *)p.norm_residual, (const T *)p.norm_weight,
-                                 (T *)p.norm_x_out, p.norm_eps};
-        gemv_norm_row<T, 1>(np, x, k, hs, hs + k, scratch);
-        x = hs;
-    }
-    qmma_stage_x<T, FMT>((uint2 *)xs, (const uint4 *)x, k, THREADS);
+    if (p.norm_weight) // x + residual, normalised, straight into the staged x
+        gemv_norm_row<T, 2>(np, (const T *)p.x, k, hs, hs + k, scratch,
+                            qmma_put_staged<T, FMT>{(uint2 *)xs});
+    else
+        qmma_stage_x<T, FMT>((uint2 *)xs, (const uint4 *)p.x, k, THREADS);
 #pragma unroll
     for (int r = 0; r < PRELOAD; r++) {
         const int i = threadIdx.x + r * THREADS;
