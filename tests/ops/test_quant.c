@@ -512,13 +512,16 @@ static void test_fused(orin_weight_format fmt, orin_dtype dt)
         {1, 4096, {4096, 1024, 1024}, 128}, {1, 3584, {3584, 512, 512}, 128},
         {1, 576, {48, 16, 16}, 64},          {1, 256, {32, 32, 64}, 16},
         {1, 1040, {64, 32, 32}, 16},         {5, 256, {128, 64, 64}, 32},
+        /* more n-tiles than an H100 has SMs twice over (a grid in more than
+         * one wave), warps with no share of k */
+        {1, 256, {4096, 512, 256}, 128},
     };
     static const struct {
         int64_t n, in, f;
         int32_t group;
     } mlp[] = {
         {1, 4096, 12288, 128}, {1, 576, 1040, 64}, {1, 256, 48, 256},
-        {1, 1040, 64, 16},     {3, 256, 160, 32},
+        {1, 1040, 64, 16},     {3, 256, 160, 32},  {1, 256, 4800, 32},
     };
     for (size_t i = 0; i < sizeof qkv / sizeof qkv[0]; i++) {
         if (qkv[i].in >= 2048 && ops_test_quick())
@@ -539,6 +542,8 @@ static void test_fused(orin_weight_format fmt, orin_dtype dt)
     swiglu_quant_norm_case(fmt, dt, 1, 3584, 512, 128, true);
     swiglu_quant_norm_case(fmt, dt, 1, 256, 48, 256, false);
     swiglu_quant_norm_case(fmt, dt, 3, 256, 160, 32, true);
+    qkv_quant_norm_case(fmt, dt, 1, 256, (int64_t[]){4096, 512, 256}, 128, true);
+    swiglu_quant_norm_case(fmt, dt, 1, 256, 4800, 32, true);
 }
 
 /* ---- bad calls ---- */
