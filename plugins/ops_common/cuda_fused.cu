@@ -1272,6 +1272,8 @@ __global__ void rope_kv_write_kernel(T *__restrict__ q, T *__restrict__ k, const
     orin_cu_wait_prior();
     const int32_t pos = positions[token];
     const bool in_cache = pos >= 0 && pos < cache.capacity;
+    // the rotary position goes out with the position and the row: one round trip
+    const int32_t rope_pos = slot < heads + kv_heads ? rope_positions[token] : 0;
     if (slot >= heads + kv_heads) { // a v head: copy into the cache
         int h = slot - heads - kv_heads;
         const T *src = v + ((size_t)token * kv_heads + h) * hd;
@@ -1285,6 +1287,10 @@ __global__ void rope_kv_write_kernel(T *__restrict__ q, T *__restrict__ k, const
     const int h = is_q ? slot : slot - heads;
     T *row = is_q ? q + ((size_t)token * heads + h) * hd : k + ((size_t)token * kv_heads + h) * hd;
     float x1 = live ? orin_cu_f32(row[j]) : 0.0f, x2 = live ? orin_cu_f32(row[j + half]) : 0.0f;
+    // the angle's double sincos before the norm's reduction, not after it
+    float c = 0.0f, s = 0.0f;
+    if (live)
+        rope_cos_sin(rope_pos, j, hd, theta, table, &c, &s);
     if (norm) {
         float ss = orin_cu_block_sum(fmaf(x1, x1, x2 * x2), scratch);
         if (!live)
@@ -1295,8 +1301,7 @@ __global__ void rope_kv_write_kernel(T *__restrict__ q, T *__restrict__ k, const
     }
     if (!live)
         return;
-    float c, s, r1, r2;
-    rope_cos_sin(rope_positions[token], j, hd, theta, table, &c, &s);
+    float r1, r2;
     rope_rotate(x1, x2, c, s, &r1, &r2);
     T y1 = orin_cu_from_f32<T>(r1), y2 = orin_cu_from_f32<T>(r2);
     row[j] = y1;
