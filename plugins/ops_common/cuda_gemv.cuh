@@ -65,8 +65,9 @@ template <typename T> struct gemv_norm {
     float eps;
 };
 
-// Shared memory gemv_norm_row takes for a row of d: the normalised row and the
-// norm's weight, d values of T each. A row wider than GEMV_NORM_SMEM_MAX allows,
+// Shared memory gemv_norm_row takes for a row of d: x_out's scratch (in the
+// resident GEMV then the normalised row) and the norm's weight, d values of T
+// each. A row wider than GEMV_NORM_SMEM_MAX allows,
 // not whole 16-byte vectors, or unaligned, runs the add_rmsnorm kernel into the
 // workspace before the product instead.
 #define GEMV_NORM_SMEM_MAX ((size_t)48 << 10)
