@@ -1,0 +1,152 @@
+// stream_probe's kernels: how fast a decode product's weight bytes can stream
+// when each kernel of a chain only reads them (no arithmetic beyond an XOR to
+// keep the loads alive), launched back to back with PDL as a decode step's
+// products are. Two ways of keeping bytes in flight, each block reading one
+// 32 KB slab (an AWQ n-tile of a 4,096-wide product):
+//  - PROBE_FULL: as the quantized GEMV does (cuda_quant.cu): each of 256
+//    threads issues its 8 16-byte loads into registers before the PDL wait,
+//    and the block takes a third of an SM (the GEMV by its 80 registers, the
+//    probe by shared memory it does not use), so that the next kernel's
+//    blocks find no room until this one's drain;
+//  - PROBE_REGISTERS: the same kernel at its own 40 registers, so that the
+//    next kernel's blocks fit beside it;
+//  - PROBE_BULK: one thread issues a cp.async.bulk of the slab into shared
+//    memory before the PDL wait, completing on an mbarrier the block waits on
+//    after it; a block needs ~30 registers a thread, so the next kernel's
+//    blocks fit beside it (7 slabs an SM by shared memory).
+// Bound by the bytes; what differs is the fixed cost a kernel adds in a chain
+// (ramp and tail), the figure bench/notes/quant.md asks about.
+#include "stream_probe.h"
+
+#include <stdint.h>
+
+#define PROBE_THREADS 256
+#define PROBE_SLAB 32768
+#define PROBE_VECS (PROBE_SLAB / 16 / PROBE_THREADS) // 16-byte loads a thread
+// PROBE_FULL's unused shared memory: 3 blocks an SM (228 KB) and no fourth
+#define PROBE_BALLAST (72 << 10)
+
+__device__ __forceinline__ void probe_wait_prior(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void probe_allow_next(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// The block's XOR of its vectors, one word a warp to out.
+__device__ __forceinline__ void probe_finish(uint32_t acc, uint32_t *out)
+{
+    for (int off = 16; off > 0; off >>= 1)
+        acc ^= __shfl_xor_sync(0xFFFFFFFFu, acc, off);
+    if ((threadIdx.x & 31) == 0)
+        out[blockIdx.x * (PROBE_THREADS / 32) + (threadIdx.x >> 5)] = acc;
+}
+
+// Launch: grid = bytes / 32 KB, 256 threads, 3 blocks an SM.
+__global__ void __launch_bounds__(PROBE_THREADS, 3)
+    probe_registers_kernel(const uint4 *__restrict__ src, uint32_t *out)
+{
+    const uint4 *slab = src + (size_t)blockIdx.x * (PROBE_SLAB / 16);
+    uint4 v[PROBE_VECS];
+#pragma unroll
+    for (int i = 0; i < PROBE_VECS; i++) {
+        const uint4 *p = slab + threadIdx.x + i * PROBE_THREADS;
+        asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+            : "=r"(v[i].x), "=r"(v[i].y), "=r"(v[i].z), "=r"(v[i].w)
+            : "l"(p));
+    }
+    probe_allow_next();
+    probe_wait_prior();
+    uint32_t acc = 0;
+#pragma unroll
+    for (int i = 0; i < PROBE_VECS; i++)
+        acc ^= v[i].x ^ v[i].y ^ v[i].z ^ v[i].w;
+    probe_finish(acc, out);
+}
+
+// Launch: grid = bytes / 32 KB, 256 threads, 32 KB of dynamic shared memory.
+__global__ void __launch_bounds__(PROBE_THREADS)
+    probe_bulk_kernel(const uint4 *__restrict__ src, uint32_t *out)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    extern __shared__ __align__(128) uint4 slab_smem[];
+    __shared__ __align__(8) uint64_t bar;
+    const uint32_t bar_addr = (uint32_t)__cvta_generic_to_shared(&bar);
+    if (threadIdx.x == 0) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar_addr) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar_addr),
+                     "r"((uint32_t)PROBE_SLAB)
+                     : "memory");
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
+                     "[%0], [%1], %2, [%3];" ::"r"((uint32_t)__cvta_generic_to_shared(slab_smem)),
+                     "l"(src + (size_t)blockIdx.x * (PROBE_SLAB / 16)), "r"((uint32_t)PROBE_SLAB),
+                     "r"(bar_addr)
+                     : "memory");
+    }
+    __syncthreads(); // the barrier's initialisation, before anyone waits on it
+    probe_allow_next();
+    probe_wait_prior();
+    uint32_t done = 0;
+    while (!done)
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; "
+                     "selp.u32 %0, 1, 0, p; }"
+                     : "=r"(done)
+                     : "r"(bar_addr)
+                     : "memory");
+    uint32_t acc = 0;
+#pragma unroll
+    for (int i = 0; i < PROBE_VECS; i++) {
+        const uint4 w = slab_smem[threadIdx.x + i * PROBE_THREADS];
+        acc ^= w.x ^ w.y ^ w.z ^ w.w;
+    }
+    probe_finish(acc, out);
+#endif
+}
+
+extern "C" size_t probe_slab_bytes(void)
+{
+    return PROBE_SLAB;
+}
+
+extern "C" int probe_launch(probe_variant variant, const void *src, size_t bytes, uint32_t *out,
+                            cudaStream_t stream, int pdl)
+{
+    cudaLaunchAttribute attr = {};
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)(bytes / PROBE_SLAB));
+    cfg.blockDim = dim3(PROBE_THREADS);
+    cfg.stream = stream;
+    cfg.attrs = pdl ? &attr : NULL;
+    cfg.numAttrs = pdl ? 1 : 0;
+    const uint4 *s = (const uint4 *)src;
+    if (variant == PROBE_BULK) {
+        static int smem_set = 0;
+        if (!smem_set) {
+            cudaFuncSetAttribute(probe_bulk_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 PROBE_SLAB);
+            smem_set = 1;
+        }
+        cfg.dynamicSmemBytes = PROBE_SLAB;
+        return cudaLaunchKernelEx(&cfg, probe_bulk_kernel, s, out) == cudaSuccess ? 0 : -1;
+    }
+    if (variant == PROBE_FULL) {
+        static int ballast_set = 0;
+        if (!ballast_set) {
+            cudaFuncSetAttribute(probe_registers_kernel,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, PROBE_BALLAST);
+            ballast_set = 1;
+        }
+        cfg.dynamicSmemBytes = PROBE_BALLAST;
+    }
+    return cudaLaunchKernelEx(&cfg, probe_registers_kernel, s, out) == cudaSuccess ? 0 : -1;
+}
