@@ -18,6 +18,8 @@
 // (ramp and tail), the figure bench/notes/quant.md asks about.
 #include "stream_probe.h"
 
+#include "orin/cuda_util.cuh"
+
 #include <stdint.h>
 
 #define PROBE_THREADS 256
@@ -25,20 +27,6 @@
 #define PROBE_VECS (PROBE_SLAB / 16 / PROBE_THREADS) // 16-byte loads a thread
 // PROBE_FULL's unused shared memory: 3 blocks an SM (228 KB) and no fourth
 #define PROBE_BALLAST (72 << 10)
-
-__device__ __forceinline__ void probe_wait_prior(void)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void probe_allow_next(void)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
 
 // The block's XOR of its vectors, one word a warp to out.
 __device__ __forceinline__ void probe_finish(uint32_t acc, uint32_t *out)
@@ -62,8 +50,8 @@ __global__ void __launch_bounds__(PROBE_THREADS, 3)
             : "=r"(v[i].x), "=r"(v[i].y), "=r"(v[i].z), "=r"(v[i].w)
             : "l"(p));
     }
-    probe_allow_next();
-    probe_wait_prior();
+    orin_cu_allow_next();
+    orin_cu_wait_prior();
     uint32_t acc = 0;
 #pragma unroll
     for (int i = 0; i < PROBE_VECS; i++)
@@ -78,7 +66,7 @@ __global__ void __launch_bounds__(PROBE_THREADS)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     extern __shared__ __align__(128) uint4 slab_smem[];
     __shared__ __align__(8) uint64_t bar;
-    const uint32_t bar_addr = (uint32_t)__cvta_generic_to_shared(&bar);
+    const uint32_t bar_addr = orin_cu_smem_addr(&bar);
     if (threadIdx.x == 0) {
         asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar_addr) : "memory");
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -86,14 +74,14 @@ __global__ void __launch_bounds__(PROBE_THREADS)
                      "r"((uint32_t)PROBE_SLAB)
                      : "memory");
         asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
-                     "[%0], [%1], %2, [%3];" ::"r"((uint32_t)__cvta_generic_to_shared(slab_smem)),
+                     "[%0], [%1], %2, [%3];" ::"r"(orin_cu_smem_addr(slab_smem)),
                      "l"(src + (size_t)blockIdx.x * (PROBE_SLAB / 16)), "r"((uint32_t)PROBE_SLAB),
                      "r"(bar_addr)
                      : "memory");
     }
     __syncthreads(); // the barrier's initialisation, before anyone waits on it
-    probe_allow_next();
-    probe_wait_prior();
+    orin_cu_allow_next();
+    orin_cu_wait_prior();
     uint32_t done = 0;
     while (!done)
         asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; "
