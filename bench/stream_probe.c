@@ -42,9 +42,10 @@ static double copy_gbs(void *buf, cudaStream_t s)
         cudaEventRecord(a, s);
         cudaMemcpyAsync((char *)buf + half, buf, half, cudaMemcpyDeviceToDevice, s);
         cudaEventRecord(b, s);
-        cudaEventSynchronize(b);
         float ms = 0.0f;
-        cudaEventElapsedTime(&ms, a, b);
+        if (check(cudaEventSynchronize(b), "device copy") ||
+            check(cudaEventElapsedTime(&ms, a, b), "device copy's time") || ms <= 0.0f)
+            break;
         const double gbs = 2.0 * (double)half / (ms * 1e-3) / 1e9;
         best = gbs > best ? gbs : best;
     }
@@ -65,6 +66,9 @@ static int time_chain(probe_variant v, const char *buf, size_t bytes, uint32_t *
     int rc = 0;
     for (int i = 0; i < CHAIN && rc == 0; i++)
         rc = probe_launch(v, buf + (size_t)(i % regions) * bytes, bytes, out, s, pdl);
+    if (rc != 0)
+        fprintf(stderr, "stream_probe: launching variant %d over %zu bytes: %s\n", (int)v,
+                bytes, cudaGetErrorString(cudaGetLastError()));
     if (check(cudaStreamEndCapture(s, &graph), "end capture") || rc != 0 ||
         check(cudaGraphInstantiate(&exec, graph, 0), "instantiate")) {
         if (graph)
@@ -125,6 +129,10 @@ int main(int argc, char **argv)
         return 2;
     cudaMemset(buf, 0x5A, BUFFER_BYTES);
     const double copy = copy_gbs(buf, s);
+    if (copy <= 0.0) {
+        fprintf(stderr, "stream_probe: no copy bandwidth measured\n");
+        return 2;
+    }
     printf("device %s, copy %.1f GB/s (read + written), chains of %d, pdl %d\n", prop.name, copy,
            CHAIN, pdl);
     const char *names[] = {"full", "registers", "bulk"};

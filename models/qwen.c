@@ -1503,6 +1503,23 @@ static int build_graph(orin_model *m, orin_graph *g, int64_t n, bool decode, int
     return 0;
 }
 
+/* Destroys the captured decode steps of every span built (their next run
+ * captures again); with graphs, frees the steps' graphs too. */
+static void decode_steps_release(orin_model *m, bool graphs)
+{
+    for (int s = 0; s < m->decode_spans; s++)
+        for (int i = 0; i < DECODE_STEPS; i++) {
+            decode_step *step = &m->decode[s][i];
+            if (step->replay)
+                m->dev->ops->graph_destroy(m->dev, step->replay);
+            step->replay = NULL;
+            if (graphs) {
+                orin_graph_free(step->graph);
+                step->graph = NULL;
+            }
+        }
+}
+
 /* Grows the shared workspace to what graph g needs. */
 static int reserve_bytes(orin_model *m, size_t need)
 {
@@ -1516,14 +1533,7 @@ static int reserve_bytes(orin_model *m, size_t need)
         m->dev->ops->free(m->dev, m->workspace);
     m->workspace = w;
     m->workspace_size = need;
-    for (int s = 0; s < m->decode_spans; s++)
-        for (int i = 0; i < DECODE_STEPS; i++) {
-            decode_step *step = &m->decode[s][i];
-            if (step->replay) { /* it points at the old workspace: capture again */
-                m->dev->ops->graph_destroy(m->dev, step->replay);
-                step->replay = NULL;
-            }
-        }
+    decode_steps_release(m, false); /* they point at the old workspace: capture again */
     return 0;
 }
 
@@ -1644,13 +1654,7 @@ void orin_model_free(orin_model *m)
 {
     if (!m)
         return;
-    for (int s = 0; s < m->decode_spans; s++)
-        for (int i = 0; i < DECODE_STEPS; i++) {
-            decode_step *step = &m->decode[s][i];
-            if (step->replay)
-                m->dev->ops->graph_destroy(m->dev, step->replay);
-            orin_graph_free(step->graph);
-        }
+    decode_steps_release(m, true);
     orin_graph_free(m->prefill);
     orin_vision_free(m->vision);
     free(m->host_rope_pos);
