@@ -6,9 +6,9 @@
 // 16-byte load is its share of mma.sync's A operand for a strip of 16 outputs:
 //  - one row of x (a decode step) is bound by reading the weights once, so the
 //    GEMV streams them in whole 512-byte warp loads, turns each nibble or byte
-//    into an exact f16/bf16 integer (AWQ: a mask into a float's mantissa and
-//    one subtraction or FMA a pair, ~9 instructions for a lane's 8 weights of
-//    a k-tile; int8: a byte permute and a subtraction a pair) and lets the
+//    into an exact f16/bf16 value by a mask or byte permute alone (5
+//    instructions for a lane's 8 AWQ weights of a k-tile, 4 for int8's; the
+//    zero point and any base come off once a span: tile_type) and lets the
 //    tensor cores do the multiply-adds with f32 accumulators, x being the B
 //    operand. The CUDA-core GEMVs this replaced spent ~3 instructions a weight
 //    on the arithmetic and were issue-bound at 42 % of the bandwidth
@@ -25,8 +25,9 @@
 // not a multiple of 16) run the dequantize-and-multiply path at every n:
 // correct, not fast.
 //
-// The sums are f32 of exact products (an integer below 2^8 times an f16 or
-// bf16 x); the scale multiplies each group's sum once.
+// The sums are f32 of exact products (a nibble or byte, as an f16 subnormal
+// or a bf16 integer, times an f16 or bf16 x); the scale multiplies each span's
+// sum once, and the offset (scale times zero point and base) its sum of x.
 #include "cuda.h"
 #include "cuda_fused.h"
 #include "cuda_gemv.cuh"
@@ -34,6 +35,8 @@
 #include "orin/cuda_util.cuh"
 #include "orin/error.h"
 #include "orin/op_check.h"
+
+#include <type_traits>
 
 
 #define CUDA ORIN_DEVICE_CUDA
@@ -216,18 +219,22 @@ template <int FMT> __global__ void pack_groups_kernel(pack_params p)
 // 8) of 16-byte loads in flight a lane (a warp load is 512 contiguous bytes),
 // the first two issued before the PDL wait. x and the block's group data
 // (scales as f32, zero pairs ready to subtract: 128 bytes a group and matrix)
-// go to shared memory first (2K + 128 groups bytes a matrix, at most
+// go to shared memory first (2K + 128 groups + K / 4 bytes a matrix, at most
 // QMMA_SMEM_MAX), x laid out so that a lane's inputs for a unit are
 // contiguous, so that no tile waits on a global load but its weights' (x read
 // from L2 a tile at a time made a 4096 x 4096 product take 14 us:
-// bench/notes/quant.md). Per k-tile a lane turns its word into 4 A registers
-// (AWQ: 1 shift, 4 LOP3, 2 HSUB2 and 2 HFMA2 in f16; int8: 4 byte permutes, 4
-// subtractions of 1152, and in bf16 a conversion through f32) and issues one
-// mma.sync; once a unit it reads its x (one or two 16-byte shared loads), once
-// a span of 8 k-tiles its group entry, and scales the span's two rows' f32
-// sums into its totals: ~16 instructions a k-tile in the SASS (520 for 32
-// AWQ tiles), no branch and no chain between tiles. The warps' totals meet in
-// shared memory. Bound by the weight bytes and each launch's fixed costs.
+// bench/notes/quant.md), with x's sum over each span. Per k-tile a lane turns
+// its word into 4 A registers (AWQ: 1 shift and 4 LOP3 in f16; int8: 4 byte
+// permutes, and in bf16 a subtraction and conversion through f32) and issues
+// one mma.sync; once a unit it reads its x (one or two 16-byte shared loads),
+// once a span of 8 k-tiles its group entry and the span's sum of x, and adds
+// scale times the span's two rows' f32 sums plus offset times that sum to its
+// totals: 9.1 instructions a k-tile in the SASS (f16 AWQ, whole batches; 12.6
+// before the zero point moved to the span), no chain between tiles. The
+// warps' totals meet in shared memory. Bound by the weight bytes and each
+// launch's fixed costs: after the PDL wait, x's loads queue behind the
+// weights', and the k-tiles, which need x, run after the stream rather than
+// under it (bench/quant_knockouts.sh).
 // Two modes, so that a decode step's q/k/v and gate/up take one launch each:
 //  - QMMA_SEGMENTS: up to three matrices of one input (q, k, v) as one grid,
 //    block b in matrix i when begin[i] <= b < begin[i + 1];
@@ -269,6 +276,17 @@ template <int FMT> __global__ void pack_groups_kernel(pack_params p)
 #define QMMA_DEEP_BATCHES 3
 #endif
 #define QMMA_SMEM_MAX ((size_t)96 << 10)
+// Whole-batch kernels where they apply (0: never; bench/notes/quant.md).
+#ifndef QMMA_FULL
+#define QMMA_FULL 1
+#endif
+// Knock-outs, for bench/quant_knockouts.sh only: a bit mask of the pieces of
+// work after the weights' loads that the GEMV skips, to time what each costs.
+// Any bit set makes the results wrong.
+enum { QMMA_KO_WAIT = 1, QMMA_KO_STAGE = 2, QMMA_KO_COMPUTE = 4, QMMA_KO_EPILOGUE = 8 };
+#ifndef QMMA_KNOCKOUT
+#define QMMA_KNOCKOUT 0
+#endif
 
 enum qmma_mode { QMMA_SEGMENTS, QMMA_SWIGLU };
 
@@ -309,25 +327,39 @@ __device__ __forceinline__ qmma_matrix qmma_pick(const qmma_params &p, int i)
     return i == 0 ? p.m[0] : i == 1 ? p.m[1] : p.m[2];
 }
 
-// Nibble q masked into the mantissa of BASE (T's 1024 or 128, whose last
-// mantissa bit is worth 1) reads BASE + q; a nibble one position up (mask
-// 0x00F000F0) reads BASE + 16 q, and times 1/16 that is BASE/16 + q.
+// How a weight reaches the tensor cores: a nibble q masked into a register of
+// T reads BASE + q UNIT (row g's registers) or BASE + q UNIT_HIGH (row g + 8's)
+// and the mma sums those times x as they are; the span's epilogue then takes
+// the base and the zero point off once, as c times the span's sum of x
+// (make_lane_group, qmma_batch). f16 masks the nibbles with no base, so a
+// nibble reads as the subnormal q 2^-24 (2^-20 one nibble up, in place):
+// exact, and the sums stay as small as (q - z)'s, so the offset's
+// cancellation costs a few bits at most. bf16's subnormals would make the
+// products f32 subnormals, so there the nibble goes into the mantissa of
+// 128 (whose last bit is worth 1) and the high one shifts down first.
 template <typename T> struct tile_type;
-// (bf16's 7 mantissa bits hold no nibble one position up: there the odd
-// registers shift by 4 and subtract, like the even ones.)
 template <> struct tile_type<__half> {
-    static constexpr uint32_t MAGIC2 = 0x64006400u;    // 1024 in both halves
-    static constexpr uint32_t SIXTEENTH2 = 0x2C002C00u; // 1/16
-    static constexpr float BASE = 1024.0f;
-    static constexpr bool HIGH_BY_FMA = true;
+    static constexpr uint32_t BASE2 = 0; // ORed into both halves
+    static constexpr float BASE = 0.0f, UNIT = 0x1p-24f, UNIT_HIGH = 0x1p-20f;
+    static constexpr bool HIGH_IN_PLACE = true; // row g + 8: mask 0x00F000F0
 };
 template <> struct tile_type<__nv_bfloat16> {
-    static constexpr uint32_t MAGIC2 = 0x43004300u;    // 128 in both halves
-    static constexpr uint32_t SIXTEENTH2 = 0;
-    static constexpr float BASE = 128.0f;
-    static constexpr bool HIGH_BY_FMA = false;
+    static constexpr uint32_t BASE2 = 0x43004300u; // 128 in both halves
+    static constexpr float BASE = 128.0f, UNIT = 1.0f, UNIT_HIGH = 1.0f;
+    static constexpr bool HIGH_IN_PLACE = false;
 };
+// int8: byte b = q + 128 under a zero high byte reads the f16 subnormal
+// b 2^-24. bf16 (no fold): under the high byte 0x64 it reads the f16
+// 1024 + b, less 1152 the exact q, converted (b needs 8 significant bits
+// and 1024 + b 11: no bf16 base holds it).
+#define INT8_OFFSET 128.0f
 #define INT8_BASE2 0x64806480u // f16 1152 = 1024 + 128 in both halves
+
+// Whether the tensor cores take the weights with base and zero point in
+// (the fold): every AWQ tile, and int8 in f16.
+template <typename T, int FMT> struct qmma_fold {
+    static constexpr bool on = FMT == FMT_AWQ4 || std::is_same<T, __half>::value;
+};
 
 // (a & MASK) | c in one LOP3.
 template <uint32_t MASK>
@@ -338,106 +370,75 @@ __device__ __forceinline__ uint32_t and_or(uint32_t a, uint32_t c)
     return d;
 }
 
-// x - y and x * y + z elementwise on 2-element registers of T (exact for our
-// integers).
-template <typename T> __device__ __forceinline__ uint32_t sub2(uint32_t x, uint32_t y);
-template <> __device__ __forceinline__ uint32_t sub2<__half>(uint32_t x, uint32_t y)
+// int8 in bf16 (no fold): the f16 pair 1024 + b less 1152, exact, as bf16.
+__device__ __forceinline__ uint32_t int8_pair_bf16(uint32_t h)
 {
-    __half2 r = __hsub2(*reinterpret_cast<__half2 *>(&x), *reinterpret_cast<__half2 *>(&y));
-    return *reinterpret_cast<uint32_t *>(&r);
-}
-template <> __device__ __forceinline__ uint32_t sub2<__nv_bfloat16>(uint32_t x, uint32_t y)
-{
-    __nv_bfloat162 r = __hsub2(*reinterpret_cast<__nv_bfloat162 *>(&x),
-                               *reinterpret_cast<__nv_bfloat162 *>(&y));
-    return *reinterpret_cast<uint32_t *>(&r);
-}
-template <typename T> __device__ __forceinline__ uint32_t fma2(uint32_t x, uint32_t y, uint32_t z);
-template <> __device__ __forceinline__ uint32_t fma2<__half>(uint32_t x, uint32_t y, uint32_t z)
-{
-    __half2 r = __hfma2(*reinterpret_cast<__half2 *>(&x), *reinterpret_cast<__half2 *>(&y),
-                        *reinterpret_cast<__half2 *>(&z));
-    return *reinterpret_cast<uint32_t *>(&r);
-}
-template <>
-__device__ __forceinline__ uint32_t fma2<__nv_bfloat16>(uint32_t x, uint32_t y, uint32_t z)
-{
-    __nv_bfloat162 r = __hfma2(*reinterpret_cast<__nv_bfloat162 *>(&x),
-                               *reinterpret_cast<__nv_bfloat162 *>(&y),
-                               *reinterpret_cast<__nv_bfloat162 *>(&z));
-    return *reinterpret_cast<uint32_t *>(&r);
-}
-
-// An f16 pair of small integers as a pair of T (exact).
-template <typename T> __device__ __forceinline__ uint32_t from_f16_pair(uint32_t h);
-template <> __device__ __forceinline__ uint32_t from_f16_pair<__half>(uint32_t h) { return h; }
-template <> __device__ __forceinline__ uint32_t from_f16_pair<__nv_bfloat16>(uint32_t h)
-{
-    const float2 f = __half22float2(*reinterpret_cast<__half2 *>(&h));
+    const uint32_t base = INT8_BASE2;
+    const __half2 d = __hsub2(*reinterpret_cast<const __half2 *>(&h),
+                              *reinterpret_cast<const __half2 *>(&base));
+    const float2 f = __half22float2(d);
     __nv_bfloat162 r = __floats2bfloat162_rn(f.x, f.y);
     return *reinterpret_cast<uint32_t *>(&r);
 }
 
-// The A registers of k-tile tt of a lane's unit w: q - z exactly, in T.
-// AWQ: registers 0 and 2 (row g) are nibble pairs at mask 0x000F000F of the
-// word and of the word >> 8, less (BASE + z0); registers 1 and 3 (row g + 8)
-// the pairs at mask 0x00F000F0, times 1/16 less (BASE/16 + z1) in one FMA
-// (f16: 1 shift, 4 LOP3, 2 HSUB2, 2 HFMA2 a tile; bf16 shifts twice more and
-// subtracts BASE + z1). z0, z1: those subtrahends (lane_group).
+// The A registers of k-tile tt of a lane's unit w (tile_type). AWQ: registers
+// 0 and 2 (row g) the nibble pairs at mask 0x000F000F of the word and of the
+// word >> 8; registers 1 and 3 (row g + 8) in f16 the pairs at mask 0x00F000F0
+// in place, in bf16 shifted down by 4: f16 1 shift and 4 LOP3 a tile. int8: 4
+// byte permutes (and in bf16 the subtraction and conversion).
 template <typename T, int FMT>
-__device__ __forceinline__ void tile_fragments(const uint32_t (&w)[4], int tt, uint32_t z0,
-                                               uint32_t z1, uint32_t (&a)[4])
+__device__ __forceinline__ void tile_fragments(const uint32_t (&w)[4], int tt, uint32_t (&a)[4])
 {
     if constexpr (FMT == FMT_AWQ4) {
-        const uint32_t lo = w[tt], hi = w[tt] >> 8;
-        const uint32_t magic = tile_type<T>::MAGIC2, sixteenth = tile_type<T>::SIXTEENTH2;
-        a[0] = sub2<T>(and_or<0x000F000Fu>(lo, magic), z0);
-        a[2] = sub2<T>(and_or<0x000F000Fu>(hi, magic), z0);
-        if constexpr (tile_type<T>::HIGH_BY_FMA) {
-            a[1] = fma2<T>(and_or<0x00F000F0u>(lo, magic), sixteenth, z1);
-            a[3] = fma2<T>(and_or<0x00F000F0u>(hi, magic), sixteenth, z1);
+        const uint32_t lo = w[tt], hi = w[tt] >> 8, base = tile_type<T>::BASE2;
+        a[0] = and_or<0x000F000Fu>(lo, base);
+        a[2] = and_or<0x000F000Fu>(hi, base);
+        if constexpr (tile_type<T>::HIGH_IN_PLACE) {
+            a[1] = and_or<0x00F000F0u>(lo, base);
+            a[3] = and_or<0x00F000F0u>(hi, base);
         } else {
-            a[1] = sub2<T>(and_or<0x000F000Fu>(lo >> 4, magic), z1);
-            a[3] = sub2<T>(and_or<0x000F000Fu>(hi >> 4, magic), z1);
+            a[1] = and_or<0x000F000Fu>(lo >> 4, base);
+            a[3] = and_or<0x000F000Fu>(hi >> 4, base);
         }
     } else {
+        constexpr bool fold = qmma_fold<T, FMT>::on;
 #pragma unroll
         for (int r = 0; r < 4; r++) {
-            const uint32_t h = __byte_perm(w[2 * tt + (r >> 1)], 0x64646464u,
+            const uint32_t h = __byte_perm(w[2 * tt + (r >> 1)], fold ? 0u : 0x64646464u,
                                            (r & 1) ? 0x4342u : 0x4140u);
-            a[r] = from_f16_pair<T>(sub2<__half>(h, INT8_BASE2));
+            a[r] = fold ? h : int8_pair_bf16(h);
         }
     }
 }
 
 // A lane's group data, as the GEMV keeps it in shared memory ([groups][8],
-// entry g for the lane rows g and g + 8): (AWQ) the pairs that turn its
-// nibbles into q - z (BASE + z0 to subtract; -(BASE/16 + z1) to add), and the
-// two scales as f32: one 16-byte load.
+// entry g for the lane rows g and g + 8): the rows' scales s0, s1 over the
+// unit their sums are in (so s acc is scale times the sum of (BASE / UNIT +
+// q) x), and where the weights are folded the rows' offsets c0, c1 =
+// -scale (BASE / UNIT + z): a span adds s acc + c xsum (qmma_batch). One
+// 16-byte load.
 struct lane_group {
-    uint32_t z0, z1;
-    float s0, s1;
+    float s0, s1, c0, c1;
 };
 
-// An entry from its packed scale pair and (AWQ) zero byte.
+// An entry from its packed scale pair and (AWQ) zero byte. Every product is
+// exact in f32 (an f16 scale times a power of two, or times at most 8 bits).
 template <typename T, int FMT>
 __device__ __forceinline__ lane_group make_lane_group(uint32_t pair, uint32_t zb)
 {
-    lane_group lg = {0, 0, __half2float(__ushort_as_half((unsigned short)(pair & 0xFFFFu))),
-                     __half2float(__ushort_as_half((unsigned short)(pair >> 16)))};
-    if (FMT == FMT_AWQ4) {
-        lg.z0 = tile_type<T>::MAGIC2 | (zb & 15u) * 0x10001u;
-        if constexpr (tile_type<T>::HIGH_BY_FMA) {
-            const T hi = orin_cu_from_f32<T>(-(tile_type<T>::BASE / 16.0f + (float)(zb >> 4)));
-            const uint32_t bits = *reinterpret_cast<const uint16_t *>(&hi);
-            lg.z1 = bits | bits << 16;
-        } else {
-            lg.z1 = tile_type<T>::MAGIC2 | (zb >> 4) * 0x10001u;
-        }
+    const float s0 = __half2float(__ushort_as_half((unsigned short)(pair & 0xFFFFu)));
+    const float s1 = __half2float(__ushort_as_half((unsigned short)(pair >> 16)));
+    if constexpr (FMT == FMT_INT8) {
+        if constexpr (!qmma_fold<T, FMT>::on)
+            return {s0, s1, 0.0f, 0.0f};
+        constexpr float unit = tile_type<T>::UNIT;
+        return {s0 / unit, s1 / unit, -INT8_OFFSET * s0, -INT8_OFFSET * s1};
     }
-    return lg;
+    constexpr float base = tile_type<T>::BASE, unit = tile_type<T>::UNIT,
+                    unit_high = tile_type<T>::UNIT_HIGH;
+    return {s0 / unit, s1 / unit_high, -s0 * (base / unit + (float)(zb & 15u)),
+            -s1 * (base / unit_high + (float)(zb >> 4))};
 }
-
 template <int B>
 __device__ __forceinline__ void load_units(uint4 (&buf)[B], const uint4 *q, int u, int u_end)
 {
@@ -466,25 +467,65 @@ __device__ __forceinline__ void load_x(const uint4 *xs, int u, int t,
 
 // x [k] into shared memory as load_x reads it: [units][4 lanes t][UNIT_TILES]
 // [4 values], input 16 kt + 4 t + i of k-tile kt = u UNIT_TILES + tt at
-// ((u 4 + t) UNIT_TILES + tt) 4 + i. A thread moves 16 bytes (8 inputs: two
-// lanes' 4) at a time.
-template <typename T, int FMT>
-__device__ __forceinline__ void qmma_stage_chunk(uint2 *xs, int c, uint4 v)
-{
-    constexpr int UT = tiles_of<FMT>::UNIT_TILES;
-    static_assert(sizeof(T) == 2, "4 values of T in 8 bytes");
-    const int kt = c / 2, t0 = 2 * (c % 2), u = kt / UT, tt = kt % UT;
-    xs[(u * 4 + t0) * UT + tt] = make_uint2(v.x, v.y);
-    xs[(u * 4 + t0 + 1) * UT + tt] = make_uint2(v.z, v.w);
-}
+// ((u 4 + t) UNIT_TILES + tt) 4 + i; and where the weights are folded
+// (qmma_fold), xsum [k / 16 SPAN]: the sum of x over each span of SPAN k-tiles,
+// in f32 of the values as staged. A thread moves 16 bytes (8 inputs: two
+// lanes' 4) at a time: chunk c is 8 inputs, and both callers give chunk c to
+// lane c % 32, so a span's 2 SPAN chunks are in 2 SPAN neighbouring lanes
+// (k is whole spans: all of them or none stage it) and meet by shuffles.
+template <typename T, int FMT, int SPAN> struct qmma_staging {
+    uint2 *xs;
+    float *xsum;
 
-// A thread's chunks go out BATCH at a time, so that staging x costs one L2
-// round trip up to BATCH x threads chunks (4,096 inputs in 2 a thread; the
-// plain loop the compiler unrolled by 4 ran 2 or 3 single loads one after
-// the other for 4,096 and 12,288 inputs).
-template <typename T, int FMT, int BATCH = 4>
-__device__ __forceinline__ void qmma_stage_x(uint2 *xs, const uint4 *__restrict__ x, int k,
-                                             int threads)
+    __device__ __forceinline__ void chunk(int c, uint4 v) const
+    {
+        constexpr int UT = tiles_of<FMT>::UNIT_TILES;
+        static_assert(sizeof(T) == 2, "4 values of T in 8 bytes");
+        const int kt = c / 2, t0 = 2 * (c % 2), u = kt / UT, tt = kt % UT;
+        xs[(u * 4 + t0) * UT + tt] = make_uint2(v.x, v.y);
+        xs[(u * 4 + t0 + 1) * UT + tt] = make_uint2(v.z, v.w);
+        if constexpr (qmma_fold<T, FMT>::on)
+            sum_span(c, v);
+    }
+
+    __device__ __forceinline__ void sum_span(int c, uint4 v) const
+    {
+        constexpr unsigned G = 2 * SPAN; // chunks a span
+        static_assert(G <= 32 && (G & (G - 1)) == 0, "a span's chunks within a warp");
+        const T *e = reinterpret_cast<const T *>(&v);
+        float s = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            s += orin_cu_f32(e[i]);
+        const unsigned lane = threadIdx.x & 31u;
+        const unsigned mask = G == 32 ? 0xFFFFFFFFu : ((1u << G) - 1u) << (lane & ~(G - 1u));
+#pragma unroll
+        for (unsigned o = 1; o < G; o <<= 1)
+            s += __shfl_xor_sync(mask, s, o);
+        if (c % G == 0)
+            xsum[c / G] = s;
+    }
+
+    // gemv_norm_row's put: the normalised row's 16-byte vector c (8 inputs)
+    // straight into the staged layout, without a pass over the row in between.
+    __device__ __forceinline__ void operator()(int c, const float (&v)[8]) const
+    {
+        uint4 raw;
+        T *e = reinterpret_cast<T *>(&raw);
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            e[i] = orin_cu_from_f32<T>(v[i]);
+        chunk(c, raw);
+    }
+};
+
+// x from global memory (no norm in front). A thread's chunks go out BATCH at a
+// time, so that staging x costs one L2 round trip up to BATCH x threads chunks
+// (4,096 inputs in 2 a thread; the plain loop the compiler unrolled by 4 ran 2
+// or 3 single loads one after the other for 4,096 and 12,288 inputs).
+template <typename T, int FMT, int SPAN, int BATCH = 4>
+__device__ __forceinline__ void qmma_stage_x(const qmma_staging<T, FMT, SPAN> &st,
+                                             const uint4 *__restrict__ x, int k, int threads)
 {
     const int chunks = k / 8;
     for (int c0 = threadIdx.x; c0 < chunks; c0 += BATCH * threads) {
@@ -496,52 +537,45 @@ __device__ __forceinline__ void qmma_stage_x(uint2 *xs, const uint4 *__restrict_
 #pragma unroll
         for (int b = 0; b < BATCH; b++)
             if (c0 + b * threads < chunks)
-                qmma_stage_chunk<T, FMT>(xs, c0 + b * threads, v[b]);
+                st.chunk(c0 + b * threads, v[b]);
     }
 }
-
-// gemv_norm_row's put: the normalised row's 16-byte vector c (8 inputs)
-// straight into the staged layout, without a pass over the row in between.
-template <typename T, int FMT> struct qmma_put_staged {
-    uint2 *xs;
-    __device__ __forceinline__ void operator()(int c, const float (&v)[8]) const
-    {
-        uint4 raw;
-        T *e = reinterpret_cast<T *>(&raw);
-#pragma unroll
-        for (int i = 0; i < 8; i++)
-            e[i] = orin_cu_from_f32<T>(v[i]);
-        qmma_stage_chunk<T, FMT>(xs, c, raw);
-    }
-};
 
 // A lane's running state over its warp's k-tiles: the open span's two mma
 // chains (even and odd tiles, so that consecutive mmas do not wait on each
 // other), its group entry, the group counters (gi, and `left`: the group's
-// k-tiles not yet begun; the same for the whole warp) and its two rows' totals.
+// k-tiles not yet begun; the same for the whole warp), the next span's sum of
+// x (folded weights) and its two rows' totals.
 struct qmma_lane {
     float acc[2][4];
     lane_group lg;
     int gi, left;
+    const float *span_sum;
     float tot[2];
 };
 
-// Units [u, u + B) of a batch, those below u_end, into the lane's state. A span
-// is SPAN consecutive k-tiles sharing a scale: it accumulates in the two
-// chains, then its two rows' sums are scaled into the totals. Spans start at
-// the warp's first k-tile and never straddle a batch or a group (SPAN divides
-// B UNIT_TILES and the group; the kernel starts and ends each warp's units on
-// span boundaries), so where a span begins and ends is known at compile time.
-template <typename T, int FMT, int SPAN, int B>
+// Units [u, u + B) of a batch, those below u_end (FULL: all of them), into the
+// lane's state. A span is SPAN consecutive k-tiles sharing a scale: it
+// accumulates in the two chains, then its two rows' sums are scaled into the
+// totals, with (folded weights) the offset c times the span's sum of x, which
+// takes the BASE + z each weight carried into the tensor cores off the sum
+// (4 instructions a tile fewer than subtracting it from the weights, for 2
+// FMAs a span; the sums then run ~1,100 times |x| before the offset cancels
+// them, so their f32 rounding is ~2^-24 of that: below the output's f16
+// rounding). Spans start at the warp's first k-tile and never straddle a
+// batch or a group (SPAN divides B UNIT_TILES and the group; the kernel
+// starts and ends each warp's units on span boundaries), so where a span
+// begins and ends is known at compile time.
+template <typename T, int FMT, int SPAN, int B, bool FULL>
 __device__ __forceinline__ void qmma_batch(const uint4 (&raw)[B], int u, int u_end,
-                                           const uint4 *xs, const lane_group *groups, int g,
-                                           int t, int group_tiles, qmma_lane &s)
+                                           const uint4 *xs, const lane_group *groups, int g, int t,
+                                           int group_tiles, qmma_lane &s)
 {
     constexpr int UT = tiles_of<FMT>::UNIT_TILES;
     static_assert((B * UT) % SPAN == 0, "spans within a batch");
 #pragma unroll
     for (int b = 0; b < B; b++) {
-        if (u + b >= u_end)
+        if (!FULL && u + b >= u_end)
             break;
         uint2 xv[UT];
         load_x<FMT>(xs, u + b, t, xv);
@@ -559,17 +593,32 @@ __device__ __forceinline__ void qmma_batch(const uint4 (&raw)[B], int u, int u_e
                     s.acc[0][e] = s.acc[1][e] = 0.0f;
             }
             uint32_t a[4];
-            tile_fragments<T, FMT>(w, tt, s.lg.z0, s.lg.z1, a);
+            tile_fragments<T, FMT>(w, tt, a);
             orin_cu_mma16816<T>(s.acc[i & 1], a[0], a[1], a[2], a[3], xv[tt].x, xv[tt].y);
             if (i % SPAN == SPAN - 1) {
-                s.tot[0] = fmaf(s.lg.s0, s.acc[0][0] + s.acc[1][0], s.tot[0]);
-                s.tot[1] = fmaf(s.lg.s1, s.acc[0][2] + s.acc[1][2], s.tot[1]);
+                float off0 = 0.0f, off1 = 0.0f;
+                if constexpr (qmma_fold<T, FMT>::on) {
+                    const float sx = *s.span_sum++;
+                    off0 = s.lg.c0 * sx;
+                    off1 = s.lg.c1 * sx;
+                }
+                s.tot[0] += fmaf(s.lg.s0, s.acc[0][0] + s.acc[1][0], off0);
+                s.tot[1] += fmaf(s.lg.s1, s.acc[0][2] + s.acc[1][2], off1);
             }
         }
     }
 }
 
-template <typename T, int FMT, int SPAN, int WARPS, int MODE, int DEPTH = 1>
+// Units a warp takes: a team-th of them, whole spans of span_units (units
+// are whole groups); warp w takes [w per, (w + 1) per) of those that exist.
+__host__ __device__ __forceinline__ int qmma_warp_share(int units, int team, int span_units)
+{
+    return ((units + team - 1) / team + span_units - 1) / span_units * span_units;
+}
+
+// FULL: every warp's units are whole batches (the host's pick, from
+// qmma_warp_share), so that the main loop tests no unit against the end.
+template <typename T, int FMT, int SPAN, int WARPS, int MODE, int DEPTH = 1, bool FULL = false>
 __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
                                               : WARPS == QMMA_WARPS_WIDE ? QMMA_WIDE_MIN_BLOCKS
                                                                          : 1)
@@ -580,7 +629,8 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
     constexpr int MATS = MODE == QMMA_SWIGLU ? 2 : 1; // matrices a block reads
     constexpr int TEAM = WARPS / MATS;                 // warps on one matrix
     // x [k], then the group data [MATS][groups][8], then with a norm in front
-    // the normalised row and its weight [2][k] (qmma_smem_bytes)
+    // the normalised row and its weight [2][k], then the spans' sums of x
+    // [k / 16 SPAN] (qmma_smem_bytes)
     extern __shared__ uint4 smem[];
     __shared__ float red[WARPS][16];
     __shared__ float scratch[32];
@@ -595,7 +645,7 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
     const qmma_matrix mat = qmma_pick(p, MODE == QMMA_SWIGLU ? mine : seg);
     // the warp's units: a TEAM-th of them, whole spans (units are whole groups)
     constexpr int SPAN_UNITS = SPAN > UT ? SPAN / UT : 1;
-    const int per = ((p.units + TEAM - 1) / TEAM + SPAN_UNITS - 1) / SPAN_UNITS * SPAN_UNITS;
+    const int per = qmma_warp_share(p.units, TEAM, SPAN_UNITS);
     const int u0 = min(p.units, warp % TEAM * per), u1 = min(p.units, u0 + per);
     const uint4 *q = mat.q + (size_t)j * p.units * 32 + lane;
     const int k = p.units * tiles_of<FMT>::UNIT_K;
@@ -632,14 +682,18 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
                              (T *)p.norm_x_out, p.norm_eps};
     if (p.norm_weight)
         gemv_norm_fetch_weight<T>(np, k, hs + k);
+    const qmma_staging<T, FMT, SPAN> staging = {(uint2 *)xs,
+                                                 (float *)(hs + (p.norm_weight ? 2 * k : 0))};
     // PDL prologue (orin/cuda_util.cuh): the previous kernel wrote x.
     orin_cu_allow_next();
-    orin_cu_wait_prior();
-    if (p.norm_weight) // x + residual, normalised, straight into the staged x
-        gemv_norm_row<T, 2>(np, (const T *)p.x, k, hs, hs + k, scratch,
-                            qmma_put_staged<T, FMT>{(uint2 *)xs});
+    if constexpr (!(QMMA_KNOCKOUT & QMMA_KO_WAIT))
+        orin_cu_wait_prior();
+    if constexpr (QMMA_KNOCKOUT & QMMA_KO_STAGE)
+        ;
+    else if (p.norm_weight) // x + residual, normalised, straight into the staged x
+        gemv_norm_row<T, 2>(np, (const T *)p.x, k, hs, hs + k, scratch, staging);
     else
-        qmma_stage_x<T, FMT>((uint2 *)xs, (const uint4 *)p.x, k, THREADS);
+        qmma_stage_x(staging, (const uint4 *)p.x, k, THREADS);
 #pragma unroll
     for (int r = 0; r < PRELOAD; r++) {
         const int i = threadIdx.x + r * THREADS;
@@ -655,15 +709,29 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
     qmma_lane st = {};
     st.gi = u0 * UT / p.group_tiles;
     st.left = p.group_tiles - u0 * UT % p.group_tiles;
+    st.span_sum = staging.xsum + u0 * UT / SPAN;
     // batch u in cur while the next is in flight, then the other way round:
     // no register moves between the two buffers
+    auto batch = [&](const uint4(&raw)[B], int u) {
+        if constexpr (QMMA_KNOCKOUT & QMMA_KO_COMPUTE)
+            for (int b = 0; b < B && u + b < u1; b++) // keeps the loads, not the k-tiles
+                st.tot[0] += (float)(raw[b].x ^ raw[b].y ^ raw[b].z ^ raw[b].w);
+        else
+            qmma_batch<T, FMT, SPAN, B, FULL>(raw, u, u1, xs, my_groups, g, t, p.group_tiles,
+                                              st);
+    };
     for (int u = u0; u < u1; u += 2 * B) {
-        qmma_batch<T, FMT, SPAN, B>(cur, u, u1, xs, my_groups, g, t, p.group_tiles, st);
+        batch(cur, u);
         load_units(cur, q, u + 2 * B, u1);
         if (u + B >= u1)
             break;
-        qmma_batch<T, FMT, SPAN, B>(nxt, u + B, u1, xs, my_groups, g, t, p.group_tiles, st);
+        batch(nxt, u + B);
         load_units(nxt, q, u + 3 * B, u1);
+    }
+    if constexpr (QMMA_KNOCKOUT & QMMA_KO_EPILOGUE) { // each warp's rows, unsummed
+        if (lane == 0)
+            ((T *)mat.y)[16 * j + warp] = orin_cu_from_f32<T>(st.tot[0] + st.tot[1]);
+        return;
     }
     const float tot[2] = {st.tot[0], st.tot[1]};
     if (t == 0) {
@@ -848,12 +916,13 @@ struct quant_call {
 };
 
 // Bytes of shared memory a GEMV block takes: x (f16/bf16) and the group data
-// of its 16 outputs in each of the `mats` matrices it reads, and with a norm
-// in front the row twice more (gemv_norm_smem).
+// of its 16 outputs in each of the `mats` matrices it reads, with a norm in
+// front the row twice more (gemv_norm_smem), and the spans' sums of x (a float
+// a k-tile at most: SPAN 1).
 static size_t qmma_smem_bytes(int64_t in, int64_t groups, int mats, bool norm = false)
 {
     return (size_t)in * 2 + (size_t)mats * (size_t)groups * 8 * sizeof(lane_group) +
-           (norm ? gemv_norm_smem(in, 2) : 0);
+           (norm ? gemv_norm_smem(in, 2) : 0) + (size_t)in / 16 * sizeof(float);
 }
 
 template <typename T, int FMT, int MODE>
@@ -870,6 +939,9 @@ static int allow_smem(const char *label)
         (const void *)qmma_gemv_kernel<T, FMT, 1, QMMA_WARPS_NARROW, MODE>,
         (const void *)qmma_gemv_kernel<T, FMT, UT, QMMA_WARPS_NARROW, MODE>,
         (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_NARROW, MODE>,
+        (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_WIDE, MODE, 1, true>,
+        (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_WIDE, MODE, 2, true>,
+        (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_NARROW, MODE, 1, true>,
     };
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
         if (orin_cu_call(label, "shared memory of the quantized GEMV",
@@ -1002,14 +1074,21 @@ static int quant_sliced(const orin_exec *ex, const orin_matmul_quant_args *a,
 // multiples of 8 (128 inputs), else of a unit's tiles, else of one tile (the
 // SPAN of qmma_batch); a grid of fewer blocks than QMMA_NARROW_BELOW per SM
 // takes 16 warps a block, one of at most QMMA_DEEP_UPTO whose warps stream
-// QMMA_DEEP_BATCHES deep batches or more takes them (DEPTH 2).
+// QMMA_DEEP_BATCHES deep batches or more takes them (DEPTH 2). With spans of
+// 8 (groups of 128: the published checkpoints') where every warp's units are
+// whole batches, the kernel that tests no unit against the end (FULL).
 template <typename T, int FMT, int MODE, int WARPS, int DEPTH = 1>
 static void launch_qmma_warps(const orin_exec *ex, const qmma_params &p, unsigned blocks,
                               size_t smem)
 {
-    constexpr int UT = tiles_of<FMT>::UNIT_TILES;
+    constexpr int UT = tiles_of<FMT>::UNIT_TILES, B = qmma_batch_units<FMT>(DEPTH);
+    constexpr int TEAM = WARPS / (MODE == QMMA_SWIGLU ? 2 : 1);
+    const int per = qmma_warp_share(p.units, TEAM, 8 / UT);
+    const bool full = QMMA_FULL && per % B == 0 && p.units % per % B == 0;
     orin_cu_launch(ex, true,
-                   p.group_tiles % 8 == 0   ? qmma_gemv_kernel<T, FMT, 8, WARPS, MODE, DEPTH>
+                   p.group_tiles % 8 == 0
+                       ? (full ? qmma_gemv_kernel<T, FMT, 8, WARPS, MODE, DEPTH, true>
+                               : qmma_gemv_kernel<T, FMT, 8, WARPS, MODE, DEPTH>)
                    : p.group_tiles % UT == 0 ? qmma_gemv_kernel<T, FMT, UT, WARPS, MODE, DEPTH>
                                              : qmma_gemv_kernel<T, FMT, 1, WARPS, MODE, DEPTH>,
                    dim3(blocks), dim3(32 * WARPS), smem, p);

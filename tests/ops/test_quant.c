@@ -183,12 +183,45 @@ static void case_check(quant_case *c, const char *what)
     case_check_x(c, &c->x, what);
 }
 
+/* The rounding a product may add beyond its output's own, where x is all
+ * positive (test_precision): y within `rel` of |ref| (twice the output
+ * dtype's rounding) plus `of_sum` of the sum of the magnitudes. Sums of x
+ * then do not cancel, so any offset the kernel takes off a sum after the
+ * fact (the GPU's folded zero points) is as large against y as it gets. */
+static void case_check_precise(quant_case *c, const char *what)
+{
+    const double rel = c->dt == ORIN_F32 ? 1e-6 : c->dt == ORIN_F16 ? 0x1p-10 : 0x1p-7;
+    const double of_sum = 1e-5;
+    const int64_t out = c->out;
+    double *ref = malloc((size_t)out * sizeof *ref), *bound = malloc((size_t)out * sizeof *bound);
+    for (int64_t o = 0; o < out; o++) {
+        double sum = c->bias ? c->b.value[o] : 0, mag = c->bias ? fabs(c->b.value[o]) : 0;
+        for (int64_t k = 0; k < c->in; k++) {
+            sum += c->x.value[k] * c->w[o * c->in + k];
+            mag += fabs(c->x.value[k] * c->w[o * c->in + k]);
+        }
+        ref[o] = sum;
+        bound[o] = rel * fabs(sum) + of_sum * mag;
+    }
+    char tight[240];
+    snprintf(tight, sizeof tight, "%s, x in [0.25, 1.25]: beyond the output's rounding", what);
+    const double worst = ops_check_close(tight, &c->y, ref, bound, 1.0, 0.0);
+    printf("precision: %s: worst %.3g of the bound\n", what, worst);
+    free(ref);
+    free(bound);
+}
+
+/* One case; precise: x all positive, one row, and the tighter check too. */
 static void quant_case_run(orin_weight_format fmt, orin_dtype dt, int64_t n, int64_t in,
-                           int64_t out, int32_t group, bool bias)
+                           int64_t out, int32_t group, bool bias, bool precise)
 {
     const char *op = fmt == ORIN_WEIGHT_AWQ4 ? ORIN_OP_MATMUL_AWQ4 : ORIN_OP_MATMUL_INT8;
     quant_case c = case_make(dt, n, in, out, group, bias, fmt == ORIN_WEIGHT_AWQ4 ? 700 : 800);
     ops_rng rng = {.state = 900 + (uint64_t)(n + in + out + group)};
+    if (precise) {
+        ops_buf_free(&c.x);
+        c.x = ops_buf_random(&rng, dt, (size_t)(n * in), 0.25, 1.25);
+    }
     if (fmt == ORIN_WEIGHT_AWQ4)
         fill_awq(&c, &rng);
     else
@@ -224,6 +257,8 @@ static void quant_case_run(orin_weight_format fmt, orin_dtype dt, int64_t n, int
         if (rc != 0)
             break;
         case_check(&c, what);
+        if (precise)
+            case_check_precise(&c, what);
         for (size_t i = 0; i < c.y.n; i++) /* poisoned again for the next pass */
             ops_store(c.dt, c.y.data, i, NAN);
         a.y = ops_tensor(c.y.data, dt, 2, (int64_t[]){n, out});
@@ -272,11 +307,20 @@ static void test_format(orin_weight_format fmt, orin_dtype dt)
     for (size_t i = 0; i < count; i++)
         for (int bias = 0; bias < 2; bias++)
             quant_case_run(fmt, dt, shapes[i].n, shapes[i].in, shapes[i].out, shapes[i].group,
-                           bias);
+                           bias, false);
     for (size_t i = 0; ops_on_gpu() && !ops_test_quick() && i < sizeof gpu_shapes / sizeof gpu_shapes[0];
          i++)
         quant_case_run(fmt, dt, gpu_shapes[i].n, gpu_shapes[i].in, gpu_shapes[i].out,
-                       gpu_shapes[i].group, i % 2);
+                       gpu_shapes[i].group, i % 2, false);
+}
+
+/* One row of x all positive over a real width (a GEMV on tiles on the GPU),
+ * groups of 128 and of 32, checked to the tighter bound of
+ * case_check_precise. */
+static void test_precision(orin_weight_format fmt, orin_dtype dt)
+{
+    quant_case_run(fmt, dt, 1, 4096, 256, 128, false, true);
+    quant_case_run(fmt, dt, 1, 2048, 64, 32, true, true);
 }
 
 /* ---- matmul.qkv.* and matmul.swiglu.* (fused, on the GPU) ---- */
@@ -643,6 +687,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof float_dtypes / sizeof float_dtypes[0]; i++) {
         test_format(ORIN_WEIGHT_AWQ4, float_dtypes[i]);
         test_format(ORIN_WEIGHT_INT8, float_dtypes[i]);
+        test_precision(ORIN_WEIGHT_AWQ4, float_dtypes[i]);
+        test_precision(ORIN_WEIGHT_INT8, float_dtypes[i]);
         test_fused(ORIN_WEIGHT_AWQ4, float_dtypes[i]);
         test_fused(ORIN_WEIGHT_INT8, float_dtypes[i]);
         test_errors(float_dtypes[i]);
