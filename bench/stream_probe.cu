@@ -66,29 +66,16 @@ __global__ void __launch_bounds__(PROBE_THREADS)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     extern __shared__ __align__(128) uint4 slab_smem[];
     __shared__ __align__(8) uint64_t bar;
-    const uint32_t bar_addr = orin_cu_smem_addr(&bar);
     if (threadIdx.x == 0) {
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar_addr) : "memory");
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar_addr),
-                     "r"((uint32_t)PROBE_SLAB)
-                     : "memory");
-        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
-                     "[%0], [%1], %2, [%3];" ::"r"(orin_cu_smem_addr(slab_smem)),
-                     "l"(src + (size_t)blockIdx.x * (PROBE_SLAB / 16)), "r"((uint32_t)PROBE_SLAB),
-                     "r"(bar_addr)
-                     : "memory");
+        orin_cu_mbar_init(&bar);
+        orin_cu_bulk_expect(&bar, (uint32_t)PROBE_SLAB);
+        orin_cu_bulk_copy(slab_smem, src + (size_t)blockIdx.x * (PROBE_SLAB / 16),
+                          (uint32_t)PROBE_SLAB, &bar);
     }
     __syncthreads(); // the barrier's initialisation, before anyone waits on it
     orin_cu_allow_next();
     orin_cu_wait_prior();
-    uint32_t done = 0;
-    while (!done)
-        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; "
-                     "selp.u32 %0, 1, 0, p; }"
-                     : "=r"(done)
-                     : "r"(bar_addr)
-                     : "memory");
+    orin_cu_mbar_wait(&bar, 0);
     uint32_t acc = 0;
 #pragma unroll
     for (int i = 0; i < PROBE_VECS; i++) {

@@ -142,6 +142,54 @@ template <int N> __device__ __forceinline__ void orin_cu_cp_async_wait()
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+/* ---- bulk copies on an mbarrier (sm_90; no-ops below) ----
+ * One thread initialises the barrier (count 1) and makes that visible to the
+ * block before anyone waits; the thread that copies declares the bytes and
+ * issues the copies (orin_cu_bulk_expect, then orin_cu_bulk_copy, 16-byte
+ * aligned addresses and sizes); every waiter spins on the phase's parity. */
+__device__ __forceinline__ void orin_cu_mbar_init(uint64_t *bar)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(orin_cu_smem_addr(bar))
+                 : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void orin_cu_bulk_expect(uint64_t *bar, uint32_t bytes)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
+                     orin_cu_smem_addr(bar)),
+                 "r"(bytes)
+                 : "memory");
+#endif
+}
+
+__device__ __forceinline__ void orin_cu_bulk_copy(void *dst, const void *src, uint32_t bytes,
+                                                  uint64_t *bar)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
+                 "[%0], [%1], %2, [%3];" ::"r"(orin_cu_smem_addr(dst)),
+                 "l"(src), "r"(bytes), "r"(orin_cu_smem_addr(bar))
+                 : "memory");
+#endif
+}
+
+__device__ __forceinline__ void orin_cu_mbar_wait(uint64_t *bar, uint32_t parity)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    uint32_t done = 0;
+    while (!done)
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; "
+                     "selp.u32 %0, 1, 0, p; }"
+                     : "=r"(done)
+                     : "r"(orin_cu_smem_addr(bar)), "r"(parity)
+                     : "memory");
+#endif
+}
+
 /* ---- tensor cores (sm_80+) ---- */
 
 /* c += A B for one m16n8k16 tile, f32 accumulators, T __half or __nv_bfloat16.
