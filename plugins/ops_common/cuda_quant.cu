@@ -334,12 +334,12 @@ __device__ __forceinline__ qmma_matrix qmma_pick(const qmma_params &p, int i)
 // (make_lane_group, qmma_batch). f16 masks the nibbles with no base, so a
 // nibble reads as the subnormal q 2^-24 (2^-20 one nibble up, in place):
 // exact, and the sums stay as small as (q - z)'s, so the offset's
-// cancellation costs a few bits at most. (The tensor cores take f16
-// subnormals as they are: test_quant's precision cases check it on the GPU
-// they run on; Fasi et al., "Numerical behavior of NVIDIA tensor cores",
-// 2021, found the same on V100, T4 and A100.) bf16's subnormals would make the
-// products f32 subnormals, so there the nibble goes into the mantissa of
-// 128 (whose last bit is worth 1) and the high one shifts down first.
+// cancellation costs a few bits at most. (This needs the tensor cores to take
+// f16 subnormals as they are: test_quant's cases check it on the GPU they run
+// on; run there on H100 and H200, not yet on sm_80/sm_87.) bf16's subnormals
+// would make the products f32 subnormals, so there the nibble goes into the
+// mantissa of 128 (whose last bit is worth 1) and the high one shifts down
+// first.
 template <typename T> struct tile_type;
 template <> struct tile_type<__half> {
     static constexpr uint32_t BASE2 = 0; // ORed into both halves
