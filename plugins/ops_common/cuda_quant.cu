@@ -217,9 +217,9 @@ template <int FMT> __global__ void pack_groups_kernel(pack_params p)
 // where the grid leaves SMs idle), 3 blocks an SM; warp w takes the w-th share
 // of the units (whole spans), two batches of 4 units (AWQ: 16 k-tiles; int8:
 // 8) of 16-byte loads in flight a lane (a warp load is 512 contiguous bytes),
-// the first two issued before the PDL wait. x and the block's group data
-// (scales as f32, zero pairs ready to subtract: 128 bytes a group and matrix)
-// go to shared memory first (2K + 128 groups + K / 4 bytes a matrix, at most
+// the first one (AWQ) or two (int8) issued before the PDL wait. x and the
+// block's group data (scales and offsets as f32: 128 bytes a group and
+// matrix) go to shared memory first (2K + 128 groups + K / 4 bytes a matrix, at most
 // QMMA_SMEM_MAX), x laid out so that a lane's inputs for a unit are
 // contiguous, so that no tile waits on a global load but its weights' (x read
 // from L2 a tile at a time made a 4096 x 4096 product take 14 us:
@@ -286,6 +286,17 @@ template <int FMT> __global__ void pack_groups_kernel(pack_params p)
 enum { QMMA_KO_WAIT = 1, QMMA_KO_STAGE = 2, QMMA_KO_COMPUTE = 4, QMMA_KO_EPILOGUE = 8 };
 #ifndef QMMA_KNOCKOUT
 #define QMMA_KNOCKOUT 0
+#endif
+// Batches of weight loads a warp issues before the PDL wait (0-2); the rest
+// go out once x is staged. x's loads, issued after the wait, queue behind
+// the SM's outstanding weight loads: fewer early batches stage x sooner and
+// stream the rest later. H200, the model at 512: AWQ 2.029 -> 2.003 ms with
+// 1, int8 2.580 -> 2.646 (bench/notes/quant.md).
+#ifndef QMMA_EARLY_BATCHES_AWQ
+#define QMMA_EARLY_BATCHES_AWQ 1
+#endif
+#ifndef QMMA_EARLY_BATCHES_INT8
+#define QMMA_EARLY_BATCHES_INT8 2
 #endif
 
 enum qmma_mode { QMMA_SEGMENTS, QMMA_SWIGLU };
@@ -655,12 +666,15 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
     const int k = p.units * tiles_of<FMT>::UNIT_K;
     uint4 *xs = smem;
     lane_group *groups = (lane_group *)(xs + k * sizeof(T) / 16);
-    // The weights are never written by a kernel: two batches of loads go out
-    // before the PDL wait (measured on an earlier version: 4.26 against 4.65
-    // ms an AWQ step).
+    // The weights are never written by a kernel: EARLY batches of loads go out
+    // before the PDL wait (an earlier version: 2 against 0, 4.26 against 4.65
+    // ms an AWQ step), the rest once x is staged.
+    constexpr int EARLY = FMT == FMT_AWQ4 ? QMMA_EARLY_BATCHES_AWQ : QMMA_EARLY_BATCHES_INT8;
     uint4 cur[B], nxt[B];
-    load_units(cur, q, u0, u1);
-    load_units(nxt, q, u0 + B, u1);
+    if constexpr (EARLY >= 1)
+        load_units(cur, q, u0, u1);
+    if constexpr (EARLY >= 2)
+        load_units(nxt, q, u0 + B, u1);
     // x and the group data to shared memory. The group data is never written
     // by a kernel either: a thread's first PRELOAD entries are loaded before
     // the wait, so that after it only x's round trip (from L2) remains.
@@ -709,6 +723,10 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
                                             FMT == FMT_AWQ4 ? (i < ng ? z0 : z1)[i] : 0);
     __syncthreads();
     const lane_group *my_groups = groups + mine * ng;
+    if constexpr (EARLY < 1)
+        load_units(cur, q, u0, u1);
+    if constexpr (EARLY < 2)
+        load_units(nxt, q, u0 + B, u1);
 
     qmma_lane st = {};
     st.gi = u0 * UT / p.group_tiles;
