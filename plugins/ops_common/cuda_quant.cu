@@ -219,8 +219,8 @@ template <int FMT> __global__ void pack_groups_kernel(pack_params p)
 // 8) of 16-byte loads in flight a lane (a warp load is 512 contiguous bytes),
 // the first one (AWQ) or two (int8) issued before the PDL wait. x and the
 // block's group data (scales and offsets as f32: 128 bytes a group and
-// matrix) go to shared memory first (2K + 128 groups + K / 4 bytes a matrix, at most
-// QMMA_SMEM_MAX), x laid out so that a lane's inputs for a unit are
+// matrix) go to shared memory first (2K + 128 groups + K / 4 bytes a matrix,
+// at most QMMA_SMEM_MAX), x laid out so that a lane's inputs for a unit are
 // contiguous, so that no tile waits on a global load but its weights' (x read
 // from L2 a tile at a time made a 4096 x 4096 product take 14 us:
 // bench/notes/quant.md), with x's sum over each span. Per k-tile a lane turns
