@@ -15,6 +15,7 @@ cd "$(dirname "$0")/.."
 build=${1:?usage: quant_knockouts.sh BUILD_DIR}
 work=${WORK:-/tmp/orin-ab}
 names="base wait stage compute epilogue all"
+mkdir -p "$work"
 WORK=$work bash bench/ab_variants.sh "$build" \
   "wait=-DQMMA_KNOCKOUT=1" "stage=-DQMMA_KNOCKOUT=2" "compute=-DQMMA_KNOCKOUT=4" \
   "epilogue=-DQMMA_KNOCKOUT=8" "all=-DQMMA_KNOCKOUT=15" -- \
