@@ -139,8 +139,11 @@ int main(int argc, char **argv)
     const size_t slab = probe_slab_bytes();
     for (char *tok = strtok(sizes_arg, ","); tok; tok = strtok(NULL, ",")) {
         size_t bytes = (size_t)(atof(tok) * 1e6) / slab * slab;
-        if (bytes == 0 || bytes > BUFFER_BYTES || bytes / slab > (1u << 24) / 32)
-            continue;
+        if (bytes == 0 || bytes > BUFFER_BYTES || bytes / slab > (1u << 24) / 32) {
+            fprintf(stderr, "stream_probe: size %s MB: not between one slab (%zu bytes) and "
+                            "the buffer (%zu bytes)\n", tok, slab, BUFFER_BYTES);
+            return 2;
+        }
         for (int v = PROBE_FULL; v <= PROBE_BULK; v++) {
             double sec = 0.0;
             if (time_chain((probe_variant)v, (const char *)buf, bytes, out, s, pdl, &sec) != 0)

@@ -153,25 +153,31 @@ static orin_matmul_quant_args case_args(quant_case *c, orin_weight_format fmt)
     return a;
 }
 
-/* y against sum_k x[r][k] w[o][k] (+ bias[o]) in double, to the dtype's
- * tolerance of the sum of the magnitudes; x: the case's own, or the one a
- * fused call shares. */
-static void case_check_x(quant_case *c, const ops_buf *x, const char *what)
+/* ref[r][o] = sum_k x[r][k] w[o][k] (+ bias[o]) in double, and mag[r][o]
+ * the sum of those terms' magnitudes ([n][out] each, the caller's). */
+static void case_reference(const quant_case *c, const ops_buf *x, double *ref, double *mag)
 {
-    const int64_t n = c->n, in = c->in, out = c->out;
-    double *ref = malloc((size_t)(n * out) * sizeof *ref);
-    double *scale = malloc((size_t)(n * out) * sizeof *scale);
-    for (int64_t r = 0; r < n; r++)
+    const int64_t in = c->in, out = c->out;
+    for (int64_t r = 0; r < c->n; r++)
         for (int64_t o = 0; o < out; o++) {
-            double sum = c->bias ? c->b.value[o] : 0, mag = c->bias ? fabs(c->b.value[o]) : 0;
+            double sum = c->bias ? c->b.value[o] : 0, m = c->bias ? fabs(c->b.value[o]) : 0;
             for (int64_t k = 0; k < in; k++) {
                 double p = x->value[r * in + k] * c->w[o * in + k];
                 sum += p;
-                mag += fabs(p);
+                m += fabs(p);
             }
             ref[r * out + o] = sum;
-            scale[r * out + o] = mag;
+            mag[r * out + o] = m;
         }
+}
+
+/* y against case_reference, to the dtype's tolerance of the sum of the
+ * magnitudes; x: the case's own, or the one a fused call shares. */
+static void case_check_x(quant_case *c, const ops_buf *x, const char *what)
+{
+    const size_t count = (size_t)(c->n * c->out);
+    double *ref = malloc(count * sizeof *ref), *scale = malloc(count * sizeof *scale);
+    case_reference(c, x, ref, scale);
     ops_buf_fetch(&c->y);
     ops_check_close(what, &c->y, ref, scale, ops_tol(c->dt), ops_atol(c->dt));
     free(ref);
@@ -192,17 +198,11 @@ static void case_check_precise(quant_case *c, const char *what)
 {
     const double rel = c->dt == ORIN_F32 ? 1e-6 : c->dt == ORIN_F16 ? 0x1p-10 : 0x1p-7;
     const double of_sum = 1e-5;
-    const int64_t out = c->out;
-    double *ref = malloc((size_t)out * sizeof *ref), *bound = malloc((size_t)out * sizeof *bound);
-    for (int64_t o = 0; o < out; o++) {
-        double sum = c->bias ? c->b.value[o] : 0, mag = c->bias ? fabs(c->b.value[o]) : 0;
-        for (int64_t k = 0; k < c->in; k++) {
-            sum += c->x.value[k] * c->w[o * c->in + k];
-            mag += fabs(c->x.value[k] * c->w[o * c->in + k]);
-        }
-        ref[o] = sum;
-        bound[o] = rel * fabs(sum) + of_sum * mag;
-    }
+    const size_t count = (size_t)(c->n * c->out);
+    double *ref = malloc(count * sizeof *ref), *bound = malloc(count * sizeof *bound);
+    case_reference(c, &c->x, ref, bound);
+    for (size_t i = 0; i < count; i++) /* bound held the magnitudes */
+        bound[i] = rel * fabs(ref[i]) + of_sum * bound[i];
     char tight[240];
     snprintf(tight, sizeof tight, "%s, x in [0.25, 1.25]: beyond the output's rounding", what);
     const double worst = ops_check_close(tight, &c->y, ref, bound, 1.0, 0.0);
@@ -211,7 +211,7 @@ static void case_check_precise(quant_case *c, const char *what)
     free(bound);
 }
 
-/* One case; precise: x all positive, one row, and the tighter check too. */
+/* One case; precise: x all positive, and the tighter check too. */
 static void quant_case_run(orin_weight_format fmt, orin_dtype dt, int64_t n, int64_t in,
                            int64_t out, int32_t group, bool bias, bool precise)
 {
