@@ -86,28 +86,28 @@ size_t bench_free_bytes(bench *b)
     return fr;
 }
 
-static double measure_copy(bench *b)
+double bench_copy_gbs(orin_device *dev)
 {
     const size_t bytes = (size_t)1 << 30;
-    void *src = b->dev->ops->alloc(b->dev, bytes), *dst = b->dev->ops->alloc(b->dev, bytes);
-    void *m0 = b->dev->ops->mark_create(b->dev), *m1 = b->dev->ops->mark_create(b->dev);
+    void *src = dev->ops->alloc(dev, bytes), *dst = dev->ops->alloc(dev, bytes);
+    void *m0 = dev->ops->mark_create(dev), *m1 = dev->ops->mark_create(dev);
     double best = 0;
-    if (src && dst && m0 && m1 && b->dev->ops->memset(b->dev, src, 1, bytes) == 0) {
+    if (src && dst && m0 && m1 && dev->ops->memset(dev, src, 1, bytes) == 0) {
         for (int i = 0; i < 6; i++) { /* the first warms up */
             double s;
-            if (b->dev->ops->mark_record(b->dev, m0) ||
-                b->dev->ops->copy_d2d(b->dev, dst, src, bytes) ||
-                b->dev->ops->mark_record(b->dev, m1) ||
-                b->dev->ops->mark_elapsed(b->dev, m0, m1, &s))
+            if (dev->ops->mark_record(dev, m0) || dev->ops->copy_d2d(dev, dst, src, bytes) ||
+                dev->ops->mark_record(dev, m1) || dev->ops->mark_elapsed(dev, m0, m1, &s))
                 break;
             if (i > 0 && 2.0 * bytes / s > best)
                 best = 2.0 * bytes / s;
         }
     }
-    b->dev->ops->mark_destroy(b->dev, m0);
-    b->dev->ops->mark_destroy(b->dev, m1);
-    bench_device_free(b, src);
-    bench_device_free(b, dst);
+    dev->ops->mark_destroy(dev, m0);
+    dev->ops->mark_destroy(dev, m1);
+    if (src)
+        dev->ops->free(dev, src);
+    if (dst)
+        dev->ops->free(dev, dst);
     return best / 1e9;
 }
 
@@ -142,7 +142,7 @@ int bench_open(bench *b, const char *prog, const char *plugin_dir)
         goto fail;
     }
     fill_noise(b->noise, b->noise_n, 0x5eed);
-    b->copy_gbs = measure_copy(b);
+    b->copy_gbs = bench_copy_gbs(b->dev);
     return 0;
 fail: /* one cleanup path: bench_close takes what was opened (NULL-safe) */
     bench_close(b);

@@ -2,8 +2,8 @@
  * back to back with PDL, as a decode step's do: chains of CHAIN kernels, each
  * reading its own region of a buffer larger than L2, captured in a CUDA graph
  * and replayed; per kernel: microseconds, GB/s and the fraction of the copy
- * bandwidth (bytes read + written by a 1 GiB device copy, best of 5, as
- * bench_util measures it). Variants (stream_probe.cu): weights in registers
+ * bandwidth (bench_copy_gbs: bytes read + written by a 1 GiB device copy,
+ * best of 5, as every bench program measures it). Variants (stream_probe.cu): weights in registers
  * before the PDL wait, blocks filling a third of an SM (full: the quantized
  * GEMV's way) or leaving room beside them (registers), and a cp.async.bulk
  * into shared memory (bulk).
@@ -11,7 +11,10 @@
  *   stream_probe [--sizes MB,MB,...] [--no-pdl]
  *
  * Prints one line a variant and size. Needs sm_90 (the bulk copy). */
+#include "bench_util.h"
 #include "stream_probe.h"
+
+#include "orin/error.h"
 
 #include <cuda_runtime_api.h>
 #include <stdio.h>
@@ -28,30 +31,6 @@ static int check(cudaError_t e, const char *what)
         return 0;
     fprintf(stderr, "stream_probe: %s: %s\n", what, cudaGetErrorString(e));
     return -1;
-}
-
-/* Bytes read + written a second by a device copy of half the buffer. */
-static double copy_gbs(void *buf, cudaStream_t s)
-{
-    const size_t half = BUFFER_BYTES / 2;
-    cudaEvent_t a, b;
-    cudaEventCreate(&a);
-    cudaEventCreate(&b);
-    double best = 0.0;
-    for (int i = 0; i < 5; i++) {
-        cudaEventRecord(a, s);
-        cudaMemcpyAsync((char *)buf + half, buf, half, cudaMemcpyDeviceToDevice, s);
-        cudaEventRecord(b, s);
-        float ms = 0.0f;
-        if (check(cudaEventSynchronize(b), "device copy") ||
-            check(cudaEventElapsedTime(&ms, a, b), "device copy's time") || ms <= 0.0f)
-            break;
-        const double gbs = 2.0 * (double)half / (ms * 1e-3) / 1e9;
-        best = gbs > best ? gbs : best;
-    }
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    return best;
 }
 
 /* Seconds a kernel of `bytes` takes in a replayed chain of CHAIN. */
@@ -120,19 +99,23 @@ int main(int argc, char **argv)
                 prop.major, prop.minor);
         return 77;
     }
-    void *buf = NULL;
-    uint32_t *out = NULL;
-    cudaStream_t s;
-    if (check(cudaMalloc(&buf, BUFFER_BYTES), "buffer") ||
-        check(cudaMalloc((void **)&out, (size_t)1 << 24), "out") ||
-        check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream"))
-        return 2;
-    cudaMemset(buf, 0x5A, BUFFER_BYTES);
-    const double copy = copy_gbs(buf, s);
+    orin_device *dev = orin_device_open("cuda");
+    const double copy = dev ? bench_copy_gbs(dev) : 0.0;
+    orin_device_close(dev);
     if (copy <= 0.0) {
-        fprintf(stderr, "stream_probe: no copy bandwidth measured\n");
+        fprintf(stderr, "stream_probe: no copy bandwidth measured (%s)\n",
+                dev ? "the copy failed" : orin_error());
         return 2;
     }
+    void *buf = NULL;
+    uint32_t *out = NULL;
+    cudaStream_t s = NULL;
+    int rc = 2;
+    if (check(cudaMalloc(&buf, BUFFER_BYTES), "buffer") ||
+        check(cudaMalloc((void **)&out, (size_t)1 << 24), "out") ||
+        check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream") ||
+        check(cudaMemset(buf, 0x5A, BUFFER_BYTES), "buffer's fill"))
+        goto done;
     printf("device %s, copy %.1f GB/s (read + written), chains of %d, pdl %d\n", prop.name, copy,
            CHAIN, pdl);
     const char *names[] = {"full", "registers", "bulk"};
@@ -142,18 +125,22 @@ int main(int argc, char **argv)
         if (bytes == 0 || bytes > BUFFER_BYTES || bytes / slab > (1u << 24) / 32) {
             fprintf(stderr, "stream_probe: size %s MB: not between one slab (%zu bytes) and "
                             "the buffer (%zu bytes)\n", tok, slab, BUFFER_BYTES);
-            return 2;
+            goto done;
         }
         for (int v = PROBE_FULL; v <= PROBE_BULK; v++) {
             double sec = 0.0;
             if (time_chain((probe_variant)v, (const char *)buf, bytes, out, s, pdl, &sec) != 0)
-                return 2;
+                goto done;
             const double gbs = (double)bytes / sec / 1e9;
             printf("%-9s %7.2f MB  %8.2f us  floor %7.2f us  %7.1f GB/s  %5.1f %%\n", names[v],
                    bytes / 1e6, sec * 1e6, bytes / (copy * 1e9) * 1e6, gbs, 100.0 * gbs / copy);
         }
     }
+    rc = 0;
+done: /* one cleanup path */
+    if (s)
+        cudaStreamDestroy(s);
     cudaFree(buf);
     cudaFree(out);
-    return 0;
+    return rc;
 }

@@ -525,12 +525,7 @@ template <typename T, int FMT, int SPAN> struct qmma_staging {
     // straight into the staged layout, without a pass over the row in between.
     __device__ __forceinline__ void operator()(int c, const float (&v)[8]) const
     {
-        uint4 raw;
-        T *e = reinterpret_cast<T *>(&raw);
-#pragma unroll
-        for (int i = 0; i < 8; i++)
-            e[i] = orin_cu_from_f32<T>(v[i]);
-        chunk(c, raw);
+        chunk(c, orin_cu_pack16<T>(v));
     }
 };
 
@@ -706,11 +701,10 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
     orin_cu_allow_next();
     if constexpr (!(QMMA_KNOCKOUT & QMMA_KO_WAIT))
         orin_cu_wait_prior();
-    if constexpr (QMMA_KNOCKOUT & QMMA_KO_STAGE)
-        ;
-    else if (p.norm_weight) // x + residual, normalised, straight into the staged x
+    constexpr bool stage = !(QMMA_KNOCKOUT & QMMA_KO_STAGE);
+    if (stage && p.norm_weight) // x + residual, normalised, straight into the staged x
         gemv_norm_row<T, 2>(np, (const T *)p.x, k, hs, hs + k, scratch, staging);
-    else
+    else if (stage)
         qmma_stage_x(staging, (const uint4 *)p.x, k, THREADS);
 #pragma unroll
     for (int r = 0; r < PRELOAD; r++) {
@@ -755,10 +749,9 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
             ((T *)mat.y)[16 * j + warp] = orin_cu_from_f32<T>(st.tot[0] + st.tot[1]);
         return;
     }
-    const float tot[2] = {st.tot[0], st.tot[1]};
     if (t == 0) {
-        red[warp][g] = tot[0];
-        red[warp][g + 8] = tot[1];
+        red[warp][g] = st.tot[0];
+        red[warp][g + 8] = st.tot[1];
     }
     __syncthreads();
     if (threadIdx.x >= 16)

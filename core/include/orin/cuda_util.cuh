@@ -100,16 +100,23 @@ __device__ __forceinline__ void orin_cu_load16(const T *p, float (&out)[orin_cu_
         out[i] = orin_cu_f32(e[i]);
 }
 
-/* p[0..N) = in[0..N) rounded to T, one 16-byte store (p 16-byte aligned). */
+/* in[0..N) rounded to T, in the 16 bytes a 16-byte store of them writes. */
 template <typename T>
-__device__ __forceinline__ void orin_cu_store16(T *p, const float (&in)[orin_cu_vec<T>::n])
+__device__ __forceinline__ uint4 orin_cu_pack16(const float (&in)[orin_cu_vec<T>::n])
 {
     uint4 raw;
     T *e = reinterpret_cast<T *>(&raw);
 #pragma unroll
     for (int i = 0; i < orin_cu_vec<T>::n; i++)
         e[i] = orin_cu_from_f32<T>(in[i]);
-    *reinterpret_cast<uint4 *>(p) = raw;
+    return raw;
+}
+
+/* p[0..N) = in[0..N) rounded to T, one 16-byte store (p 16-byte aligned). */
+template <typename T>
+__device__ __forceinline__ void orin_cu_store16(T *p, const float (&in)[orin_cu_vec<T>::n])
+{
+    *reinterpret_cast<uint4 *>(p) = orin_cu_pack16<T>(in);
 }
 
 /* ---- asynchronous copies (sm_80+) ---- */
