@@ -86,31 +86,6 @@ size_t bench_free_bytes(bench *b)
     return fr;
 }
 
-double bench_copy_gbs(orin_device *dev)
-{
-    const size_t bytes = (size_t)1 << 30;
-    void *src = dev->ops->alloc(dev, bytes), *dst = dev->ops->alloc(dev, bytes);
-    void *m0 = dev->ops->mark_create(dev), *m1 = dev->ops->mark_create(dev);
-    double best = 0;
-    if (src && dst && m0 && m1 && dev->ops->memset(dev, src, 1, bytes) == 0) {
-        for (int i = 0; i < 6; i++) { /* the first warms up */
-            double s;
-            if (dev->ops->mark_record(dev, m0) || dev->ops->copy_d2d(dev, dst, src, bytes) ||
-                dev->ops->mark_record(dev, m1) || dev->ops->mark_elapsed(dev, m0, m1, &s))
-                break;
-            if (i > 0 && 2.0 * bytes / s > best)
-                best = 2.0 * bytes / s;
-        }
-    }
-    dev->ops->mark_destroy(dev, m0);
-    dev->ops->mark_destroy(dev, m1);
-    if (src)
-        dev->ops->free(dev, src);
-    if (dst)
-        dev->ops->free(dev, dst);
-    return best / 1e9;
-}
-
 int bench_open(bench *b, const char *prog, const char *plugin_dir)
 {
     *b = (bench){.json = b->json, .runs = b->runs}; /* the caller's options stay */
@@ -142,7 +117,7 @@ int bench_open(bench *b, const char *prog, const char *plugin_dir)
         goto fail;
     }
     fill_noise(b->noise, b->noise_n, 0x5eed);
-    b->copy_gbs = bench_copy_gbs(b->dev);
+    b->copy_gbs = orin_device_copy_gbs(b->dev, ORIN_COPY_PROBE_BYTES);
     return 0;
 fail: /* one cleanup path: bench_close takes what was opened (NULL-safe) */
     bench_close(b);

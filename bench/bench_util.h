@@ -42,11 +42,6 @@ typedef struct bench {
 int bench_open(bench *b, const char *prog, const char *plugin_dir);
 void bench_close(bench *b);
 
-/* Bytes read + written a second by a 1 GiB device copy on dev (best of 5
- * after a warm-up), in GB/s: the floor every GPU figure is a fraction of;
- * 0 when it cannot be measured. */
-double bench_copy_gbs(orin_device *dev);
-
 double bench_median(double *v, int n);
 
 /* Device memory of n elements of dt, filled with noise (from `offset` into it,

@@ -2,8 +2,8 @@
  * back to back with PDL, as a decode step's do: chains of CHAIN kernels, each
  * reading its own region of a buffer larger than L2, captured in a CUDA graph
  * and replayed; per kernel: microseconds, GB/s and the fraction of the copy
- * bandwidth (bench_copy_gbs: bytes read + written by a 1 GiB device copy,
- * best of 5, as every bench program measures it). Variants (stream_probe.cu): weights in registers
+ * bandwidth (orin_device_copy_gbs: bytes read + written by a 1 GiB device
+ * copy, best of 5, as orin-run and every bench program measure it). Variants (stream_probe.cu): weights in registers
  * before the PDL wait, blocks filling a third of an SM (full: the quantized
  * GEMV's way) or leaving room beside them (registers), and a cp.async.bulk
  * into shared memory (bulk).
@@ -11,9 +11,9 @@
  *   stream_probe [--sizes MB,MB,...] [--no-pdl]
  *
  * Prints one line a variant and size. Needs sm_90 (the bulk copy). */
-#include "bench_util.h"
 #include "stream_probe.h"
 
+#include "orin/device.h"
 #include "orin/error.h"
 
 #include <cuda_runtime_api.h>
@@ -100,7 +100,7 @@ int main(int argc, char **argv)
         return 77;
     }
     orin_device *dev = orin_device_open("cuda");
-    const double copy = dev ? bench_copy_gbs(dev) : 0.0;
+    const double copy = dev ? orin_device_copy_gbs(dev, ORIN_COPY_PROBE_BYTES) : 0.0;
     orin_device_close(dev);
     if (copy <= 0.0) {
         fprintf(stderr, "stream_probe: no copy bandwidth measured (%s)\n",

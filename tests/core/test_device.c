@@ -37,6 +37,9 @@ static void test_host(void)
     CHECK(cpu->ops->copy_d2h(cpu, back, dev, sizeof back) == 0);
     CHECK(back[0] == 1 && back[1] == 1 && back[2] == 2 && back[3] == 3);
     CHECK(cpu->ops->synchronize(cpu) == 0);
+    /* the copy bandwidth, by the wall clock (the host has no marks) */
+    const double host_gbs = orin_device_copy_gbs(cpu, (size_t)16 << 20);
+    CHECK(host_gbs > 0.1 && host_gbs < 1e5, "host copy: %g GB/s", host_gbs);
     orin_device_close(cpu); /* the singleton survives */
     CHECK(orin_device_cpu()->ops == cpu->ops);
     orin_device_close(NULL);
@@ -177,6 +180,12 @@ static void test_cuda(void)
     size_t free_b = 0, total_b = 0;
     CHECK(dev->ops->mem_info && dev->ops->mem_info(dev, &free_b, &total_b) == 0 && free_b > 0 &&
               free_b <= total_b, "mem_info: %zu free of %zu: %s", free_b, total_b, orin_error());
+
+    /* the copy bandwidth the decode floors use, between marks: a GPU's is tens
+     * to thousands of GB/s (a Jetson's ~100, an H200's ~4,300) */
+    const double gbs = orin_device_copy_gbs(dev, ORIN_COPY_PROBE_BYTES);
+    CHECK(gbs > 20 && gbs < 20000, "copy: %g GB/s", gbs);
+    CHECK(orin_device_copy_gbs(dev, (size_t)1 << 50) == 0, "a copy that cannot be allocated");
 
     /* Asking for far more than any GPU has fails with a message, not a crash. */
     void *huge = dev->ops->alloc(dev, (size_t)1 << 50);

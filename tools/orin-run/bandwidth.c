@@ -1,5 +1,6 @@
 /* The memory bandwidth decode meets on a device, measured: the floor of a
- * decode step is its bytes over this (--bench, --profile). */
+ * decode step is its bytes over this (--bench, --profile). A GPU's is its
+ * device copy's (orin_device_copy_gbs), as the bench programs measure it. */
 #include "engine.h"
 
 #include "orin/cpu_util.h"
@@ -61,33 +62,9 @@ static double measure_host_bandwidth(orin_device *dev)
     return total == 0x0101010101010101ull * (bytes / sizeof(uint64_t)) ? best / 1e9 : 0;
 }
 
-/* Bytes read plus bytes written per second by a 1 GiB device-to-device copy
- * (20 times the largest L2), best of 5. */
-static double measure_copy_bandwidth(orin_device *dev)
-{
-    const size_t bytes = 1u << 30;
-    void *a = dev->ops->alloc(dev, bytes), *b = dev->ops->alloc(dev, bytes);
-    double best = 0;
-    if (a && b && dev->ops->memset(dev, a, 1, bytes) == 0) {
-        for (int i = 0; i < 5; i++) {
-            double t0 = orin_seconds();
-            if (dev->ops->copy_d2d(dev, b, a, bytes) != 0 || dev->ops->synchronize(dev) != 0)
-                break;
-            double bw = 2.0 * (double)bytes / (orin_seconds() - t0);
-            if (bw > best)
-                best = bw;
-        }
-    }
-    if (a)
-        dev->ops->free(dev, a);
-    if (b)
-        dev->ops->free(dev, b);
-    return best / 1e9;
-}
-
 double engine_bandwidth(orin_device *dev)
 {
     return dev->kind == ORIN_DEVICE_CPU ? measure_host_bandwidth(dev)
-                                        : measure_copy_bandwidth(dev);
+                                        : orin_device_copy_gbs(dev, ORIN_COPY_PROBE_BYTES);
 }
 

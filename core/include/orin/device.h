@@ -72,6 +72,15 @@ orin_device *orin_device_cpu(void);
 orin_device *orin_device_open(const char *name);
 void orin_device_close(orin_device *dev);
 
+/* Bytes read + written a second by a device-to-device copy of `bytes` on dev,
+ * best of 5 after a warm-up, in GB/s; with ORIN_COPY_PROBE_BYTES (20 times the
+ * largest L2), the bandwidth every decode floor is measured against
+ * (orin-run --bench, the bench programs). Timed between marks where the
+ * device has them, else by the wall clock around a synchronised copy. 0 when
+ * it cannot be measured (2 x bytes not free). */
+#define ORIN_COPY_PROBE_BYTES ((size_t)1 << 30)
+double orin_device_copy_gbs(orin_device *dev, size_t bytes);
+
 /* True when this build has CUDA support and a GPU is visible. */
 bool orin_cuda_available(void);
 

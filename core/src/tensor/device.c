@@ -1,5 +1,6 @@
 /* Devices: the host device built into the core, and opening a device by name. */
 #include "orin/device.h"
+#include "orin/cpu_util.h"
 #include "orin/error.h"
 #include "device_internal.h"
 
@@ -194,4 +195,49 @@ void orin_device_close(orin_device *dev)
         return;
     if (dev->ops && dev->ops->destroy)
         dev->ops->destroy(dev);
+}
+
+/* One timed copy of bytes: between marks where the device has them (only the
+ * copy's own time), else by the wall clock around the synchronised copy. */
+static int time_copy(orin_device *dev, void *dst, const void *src, size_t bytes, void *m0,
+                     void *m1, double *seconds)
+{
+    if (m0 && m1)
+        return dev->ops->mark_record(dev, m0) || dev->ops->copy_d2d(dev, dst, src, bytes) ||
+                       dev->ops->mark_record(dev, m1) ||
+                       dev->ops->mark_elapsed(dev, m0, m1, seconds)
+                   ? -1
+                   : 0;
+    const double t0 = orin_seconds();
+    if (dev->ops->copy_d2d(dev, dst, src, bytes) || dev->ops->synchronize(dev))
+        return -1;
+    *seconds = orin_seconds() - t0;
+    return 0;
+}
+
+double orin_device_copy_gbs(orin_device *dev, size_t bytes)
+{
+    const bool marks = dev->ops->mark_create != NULL;
+    void *src = dev->ops->alloc(dev, bytes), *dst = dev->ops->alloc(dev, bytes);
+    void *m0 = marks ? dev->ops->mark_create(dev) : NULL;
+    void *m1 = marks ? dev->ops->mark_create(dev) : NULL;
+    double best = 0;
+    if (src && dst && (!marks || (m0 && m1)) && dev->ops->memset(dev, src, 1, bytes) == 0) {
+        for (int i = 0; i < 6; i++) { /* the first warms up */
+            double s;
+            if (time_copy(dev, dst, src, bytes, m0, m1, &s) != 0 || s <= 0)
+                break;
+            if (i > 0 && 2.0 * (double)bytes / s > best)
+                best = 2.0 * (double)bytes / s;
+        }
+    }
+    if (marks) {
+        dev->ops->mark_destroy(dev, m0);
+        dev->ops->mark_destroy(dev, m1);
+    }
+    if (src)
+        dev->ops->free(dev, src);
+    if (dst)
+        dev->ops->free(dev, dst);
+    return best / 1e9;
 }
