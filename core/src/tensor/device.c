@@ -202,12 +202,12 @@ void orin_device_close(orin_device *dev)
 static int time_copy(orin_device *dev, void *dst, const void *src, size_t bytes, void *m0,
                      void *m1, double *seconds)
 {
-    if (m0 && m1)
-        return dev->ops->mark_record(dev, m0) || dev->ops->copy_d2d(dev, dst, src, bytes) ||
-                       dev->ops->mark_record(dev, m1) ||
-                       dev->ops->mark_elapsed(dev, m0, m1, seconds)
-                   ? -1
-                   : 0;
+    if (m0 && m1) {
+        if (dev->ops->mark_record(dev, m0) || dev->ops->copy_d2d(dev, dst, src, bytes) ||
+            dev->ops->mark_record(dev, m1))
+            return -1;
+        return dev->ops->mark_elapsed(dev, m0, m1, seconds);
+    }
     const double t0 = orin_seconds();
     if (dev->ops->copy_d2d(dev, dst, src, bytes) || dev->ops->synchronize(dev))
         return -1;
