@@ -99,6 +99,18 @@
 
 #define FA2D_LABEL "attention.decode (fa2)"
 
+// Knock-outs, for timing only (bench/attention_knockouts.sh; any bit set makes
+// the results wrong): where a short decode's fixed cost goes, as
+// QMMA_KNOCKOUT does for the quantized GEMV. Bits: 1 no PDL wait; 2 no K/V
+// steps (no K/V loads, no mma: each warp's state stays empty); 4 no reads of
+// p and q after the wait (p taken as max_kv_len - 1, q as zeros); 8 (the
+// cluster kernel) no merge: neither the block's nor the cluster's, each block
+// writing one value of its warps' state instead.
+#ifndef FA2D_KNOCKOUT
+#define FA2D_KNOCKOUT 0
+#endif
+enum { FA2D_KO_WAIT = 1, FA2D_KO_STEPS = 2, FA2D_KO_INPUTS = 4, FA2D_KO_MERGE = 8 };
+
 namespace cg = cooperative_groups;
 
 enum {
@@ -730,8 +742,12 @@ __device__ __forceinline__ void fa2d_mma_warp_range(const fa2d_params &P, int kv
         uint4 qf[KJ];
 #pragma unroll
         for (int j = 0; j < KJ; j++)
-            qf[j] = fa2d_q_chunk<T>(P, head0 + g, 4 * j + t, g < rows);
+            qf[j] = FA2D_KNOCKOUT & FA2D_KO_INPUTS
+                        ? make_uint4(0u, 0u, 0u, 0u)
+                        : fa2d_q_chunk<T>(P, head0 + g, 4 * j + t, g < rows);
         const orin_kv_view cache = P.cache;
+        if (FA2D_KNOCKOUT & FA2D_KO_STEPS)
+            base = end; // warp-uniform: no step runs
         for (; base + 16 <= end; base += 16 * W)
             fa2d_mma_step<T, HD, false>(cache, kvh, base, end, qf, P.scale, st);
         if (base < end) // warp-uniform
@@ -1100,7 +1116,8 @@ __global__ void __launch_bounds__(W * 32, 16 / W) fa2d_cluster_mma(const fa2d_pa
     cg::cluster_group cluster = cg::this_cluster();
     orin_cu_allow_next(); // PDL, as in fa2d_split_mma
     fa2d_prefetch_warp<T, HD>(P, (int)cluster.block_rank(), blockIdx.y / P.row_chunks, 16 * W);
-    orin_cu_wait_prior();
+    if constexpr (!(FA2D_KNOCKOUT & FA2D_KO_WAIT))
+        orin_cu_wait_prior();
 
     const int warp = threadIdx.x >> 5;
     const int rank = (int)cluster.block_rank(), unit = blockIdx.y;
@@ -1109,9 +1126,18 @@ __global__ void __launch_bounds__(W * 32, 16 / W) fa2d_cluster_mma(const fa2d_pa
     const int rows = min(R, P.group - chunk * R);
 
     int64_t begin, end;
-    fa2d_range(P, rank, &begin, &end);
+    if constexpr (FA2D_KNOCKOUT & FA2D_KO_INPUTS)
+        fa2d_range_at(P, P.max_kv_len - 1, rank, &begin, &end);
+    else
+        fa2d_range(P, rank, &begin, &end);
     fa2d_mma_state<HD> st;
     fa2d_mma_warp_range<T, HD, W>(P, kvh, head0, rows, begin, end, st);
+    if constexpr (FA2D_KNOCKOUT & FA2D_KO_MERGE) { // one value a block keeps the work alive
+        if ((threadIdx.x & 31) == 0)
+            ((T *)P.out)[(int64_t)head0 * HD + (rank * W + warp) % (rows * HD)] =
+                orin_cu_from_f32<T>(st.o[0][0] + st.l0);
+        return;
+    }
     fa2d_mma_store_warp<HD>(st, sm.o[warp], sm.m[warp], sm.l[warp]);
     __syncthreads();
 
