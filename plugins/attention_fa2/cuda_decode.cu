@@ -99,7 +99,7 @@
 
 #define FA2D_LABEL "attention.decode (fa2)"
 
-// Knock-outs, for timing only (bench/attention_knockouts.sh; any bit set makes
+// Knock-outs, for timing only (bench/knockouts.sh attention; any bit set makes
 // the results wrong): where a short decode's fixed cost goes, as
 // QMMA_KNOCKOUT does for the quantized GEMV. Bits: 1 no PDL wait; 2 no K/V
 // steps (no K/V loads, no mma: each warp's state stays empty); 4 no reads of

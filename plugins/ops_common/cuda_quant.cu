@@ -234,7 +234,7 @@ template <int FMT> __global__ void pack_groups_kernel(pack_params p)
 // warps' totals meet in shared memory. Bound by the weight bytes and each
 // launch's fixed costs: after the PDL wait, x's loads queue behind the
 // weights', and the k-tiles, which need x, run after the stream rather than
-// under it (bench/quant_knockouts.sh).
+// under it (bench/knockouts.sh quant).
 // Two modes, so that a decode step's q/k/v and gate/up take one launch each:
 //  - QMMA_SEGMENTS: up to three matrices of one input (q, k, v) as one grid,
 //    block b in matrix i when begin[i] <= b < begin[i + 1];
@@ -280,7 +280,7 @@ template <int FMT> __global__ void pack_groups_kernel(pack_params p)
 #ifndef QMMA_FULL
 #define QMMA_FULL 1
 #endif
-// Knock-outs, for bench/quant_knockouts.sh only: a bit mask of the pieces of
+// Knock-outs, for bench/knockouts.sh quant only: a bit mask of the pieces of
 // work after the weights' loads that the GEMV skips, to time what each costs.
 // Any bit set makes the results wrong.
 enum { QMMA_KO_WAIT = 1, QMMA_KO_STAGE = 2, QMMA_KO_COMPUTE = 4, QMMA_KO_EPILOGUE = 8 };
