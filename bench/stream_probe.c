@@ -3,8 +3,8 @@
  * reading its own region of a buffer larger than L2, captured in a CUDA graph
  * and replayed; per kernel: microseconds, GB/s and the fraction of the copy
  * bandwidth (orin_device_copy_gbs: bytes read + written by a 1 GiB device
- * copy, best of 5, as orin-run and every bench program measure it). Variants (stream_probe.cu): weights in registers
- * before the PDL wait, blocks filling a third of an SM (full: the quantized
+ * copy, best of 5, as orin-run and every bench program measure it).
+ * Variants (stream_probe.cu): weights in registers before the PDL wait, blocks filling a third of an SM (full: the quantized
  * GEMV's way) or leaving room beside them (registers), and a cp.async.bulk
  * into shared memory (bulk).
  *
@@ -99,12 +99,12 @@ int main(int argc, char **argv)
                 prop.major, prop.minor);
         return 77;
     }
+    orin_error_clear();
     orin_device *dev = orin_device_open("cuda");
     const double copy = dev ? orin_device_copy_gbs(dev, ORIN_COPY_PROBE_BYTES) : 0.0;
     orin_device_close(dev);
-    if (copy <= 0.0) {
-        fprintf(stderr, "stream_probe: no copy bandwidth measured (%s)\n",
-                dev ? "the copy failed" : orin_error());
+    if (copy <= 0.0) { /* the open or the copy's allocation said why */
+        fprintf(stderr, "stream_probe: no copy bandwidth measured: %s\n", orin_error());
         return 2;
     }
     void *buf = NULL;

@@ -101,11 +101,13 @@
 
 // Knock-outs, for timing only (bench/knockouts.sh attention; any bit set makes
 // the results wrong): where a short decode's fixed cost goes, as
-// QMMA_KNOCKOUT does for the quantized GEMV. Bits: 1 no PDL wait; 2 no K/V
-// steps (no K/V loads, no mma: each warp's state stays empty); 4 no reads of
-// p and q after the wait (p taken as max_kv_len - 1, q as zeros); 8 (the
-// cluster kernel) no merge: neither the block's nor the cluster's, each block
-// writing one value of its warps' state instead.
+// QMMA_KNOCKOUT does for the quantized GEMV, in the cluster kernel (AUTO's
+// pick up to 8k positions; bits 2 and 4 reach fa2d_split_mma too, through
+// the warp range they share). Bits: 1 no PDL wait; 2 no K/V steps (no K/V
+// loads, no mma: each warp's state stays empty); 4 no reads of p and q after
+// the wait (p taken as max_kv_len - 1, q as zeros); 8 no merge: neither the
+// block's nor the cluster's, each block writing one value of its warps' state
+// instead.
 #ifndef FA2D_KNOCKOUT
 #define FA2D_KNOCKOUT 0
 #endif
