@@ -106,8 +106,7 @@
 // the warp range they share). Bits: 1 no PDL wait; 2 no K/V steps (no K/V
 // loads, no mma: each warp's state stays empty); 4 no reads of p and q after
 // the wait (p taken as max_kv_len - 1, q as zeros); 8 no merge: neither the
-// block's nor the cluster's, each block writing one value of its warps' state
-// instead.
+// block's nor the cluster's, each warp writing the sum of its state instead.
 #ifndef FA2D_KNOCKOUT
 #define FA2D_KNOCKOUT 0
 #endif
@@ -1134,10 +1133,17 @@ __global__ void __launch_bounds__(W * 32, 16 / W) fa2d_cluster_mma(const fa2d_pa
         fa2d_range(P, rank, &begin, &end);
     fa2d_mma_state<HD> st;
     fa2d_mma_warp_range<T, HD, W>(P, kvh, head0, rows, begin, end, st);
-    if constexpr (FA2D_KNOCKOUT & FA2D_KO_MERGE) { // one value a block keeps the work alive
+    if constexpr (FA2D_KNOCKOUT & FA2D_KO_MERGE) {
+        // One value a warp keeps the work alive: the sum of every accumulator,
+        // so that no V load or mma is dead code (a single accumulator let the
+        // compiler drop half of V's loads and most of P V).
+        float sum = st.m0 + st.m1 + st.l0 + st.l1;
+#pragma unroll
+        for (int i = 0; i < HD / 16; i++)
+            sum += st.o[i][0] + st.o[i][1] + st.o[i][2] + st.o[i][3];
         if ((threadIdx.x & 31) == 0)
             ((T *)P.out)[(int64_t)head0 * HD + (rank * W + warp) % (rows * HD)] =
-                orin_cu_from_f32<T>(st.o[0][0] + st.l0);
+                orin_cu_from_f32<T>(sum);
         return;
     }
     fa2d_mma_store_warp<HD>(st, sm.o[warp], sm.m[warp], sm.l[warp]);
