@@ -112,6 +112,29 @@
 #endif
 enum { FA2D_KO_WAIT = 1, FA2D_KO_STEPS = 2, FA2D_KO_INPUTS = 4, FA2D_KO_MERGE = 8 };
 
+// Timeline, for timing only (-DFA2D_TIMELINE=1): thread 0 of each block of
+// unit 0 of the cluster kernel stamps %globaltimer and clock64 at its marks
+// (start, wait, range, steps, warps stored, block merged, barrier 1, outputs,
+// barrier 2), and the host prints them every 50th eager call to stderr.
+#ifndef FA2D_TIMELINE
+#define FA2D_TIMELINE 0
+#endif
+#if FA2D_TIMELINE
+__device__ unsigned long long fa2d_tl[16][9][2];
+#define FA2D_MARK(k, dep)                                                                   \
+    do {                                                                                    \
+        if (blockIdx.y == 0 && threadIdx.x == 0 && rank < 16) {                             \
+            unsigned long long g_, c_;                                                      \
+            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g_) : "f"((float)(dep)));      \
+            asm volatile("mov.u64 %0, %%clock64;" : "=l"(c_) : "l"(g_));                    \
+            fa2d_tl[rank][k][0] = g_;                                                       \
+            fa2d_tl[rank][k][1] = c_;                                                       \
+        }                                                                                   \
+    } while (0)
+#else
+#define FA2D_MARK(k, dep) do {} while (0)
+#endif
+
 namespace cg = cooperative_groups;
 
 enum {
@@ -1115,13 +1138,15 @@ __global__ void __launch_bounds__(W * 32, 16 / W) fa2d_cluster_mma(const fa2d_pa
     fa2d_cluster_smem<HD, W> &sm =
         *reinterpret_cast<fa2d_cluster_smem<HD, W> *>(fa2d_dynamic_smem);
     cg::cluster_group cluster = cg::this_cluster();
+    const int rank = (int)cluster.block_rank(), unit = blockIdx.y;
+    FA2D_MARK(0, 0.0f);
     orin_cu_allow_next(); // PDL, as in fa2d_split_mma
-    fa2d_prefetch_warp<T, HD>(P, (int)cluster.block_rank(), blockIdx.y / P.row_chunks, 16 * W);
+    fa2d_prefetch_warp<T, HD>(P, rank, unit / P.row_chunks, 16 * W);
     if constexpr (!(FA2D_KNOCKOUT & FA2D_KO_WAIT))
         orin_cu_wait_prior();
+    FA2D_MARK(1, 0.0f);
 
     const int warp = threadIdx.x >> 5;
-    const int rank = (int)cluster.block_rank(), unit = blockIdx.y;
     const int kvh = unit / P.row_chunks, chunk = unit % P.row_chunks;
     const int head0 = kvh * P.group + chunk * R;
     const int rows = min(R, P.group - chunk * R);
@@ -1131,8 +1156,13 @@ __global__ void __launch_bounds__(W * 32, 16 / W) fa2d_cluster_mma(const fa2d_pa
         fa2d_range_at(P, P.max_kv_len - 1, rank, &begin, &end);
     else
         fa2d_range(P, rank, &begin, &end);
+    FA2D_MARK(2, end);
+    // Read here, with the piece (the same p, one load): read after the first
+    // cluster barrier it was an L2 round trip on the kernel's tail.
+    const bool valid = fa2d_valid_position(P);
     fa2d_mma_state<HD> st;
     fa2d_mma_warp_range<T, HD, W>(P, kvh, head0, rows, begin, end, st);
+    FA2D_MARK(3, st.l0 + st.o[HD / 16 - 1][3]);
     if constexpr (FA2D_KNOCKOUT & FA2D_KO_MERGE) {
         // One value a warp keeps the work alive: the sum of every accumulator,
         // so that no V load or mma is dead code (a single accumulator let the
@@ -1148,6 +1178,7 @@ __global__ void __launch_bounds__(W * 32, 16 / W) fa2d_cluster_mma(const fa2d_pa
     }
     fa2d_mma_store_warp<HD>(st, sm.o[warp], sm.m[warp], sm.l[warp]);
     __syncthreads();
+    FA2D_MARK(4, 0.0f);
 
     // The block's rows from its warps (a warp without positions weighs 0).
     for (int i = threadIdx.x; i < rows * HD; i += THREADS) {
@@ -1169,11 +1200,12 @@ __global__ void __launch_bounds__(W * 32, 16 / W) fa2d_cluster_mma(const fa2d_pa
             sm.block_l[r] = L;
         }
     }
+    FA2D_MARK(5, sm.block_l[0]);
     cluster.sync(); // release this block's rows, acquire the others'
+    FA2D_MARK(6, 0.0f);
 
     // This block's share of the unit's outputs, merged over the cluster. An
     // invalid p left every piece empty: every weight is 0 and the row NaN.
-    const bool valid = fa2d_valid_position(P);
     const int items = rows * HD, share = (items + C - 1) / C;
     for (int i = threadIdx.x; i < share; i += THREADS) {
         const int item = rank * share + i;
@@ -1202,7 +1234,9 @@ __global__ void __launch_bounds__(W * 32, 16 / W) fa2d_cluster_mma(const fa2d_pa
         T *out = (T *)P.out + (int64_t)(head0 + r) * HD + d;
         *out = orin_cu_from_f32<T>(valid ? O / L : fa2d_nan());
     }
+    FA2D_MARK(7, 0.0f);
     cluster.sync(); // no block exits while another may still read its rows
+    FA2D_MARK(8, 0.0f);
 #endif
 }
 
@@ -1688,6 +1722,34 @@ fa2d_cluster_shape fa2d_cluster_size(const orin_exec *ex, const fa2d_config *cfg
     return none;
 }
 
+#if FA2D_TIMELINE
+// Every 50th call outside a graph capture: the timeline of unit 0's blocks,
+// ns since rank 0's start (globaltimer) and cycles since the block's own
+// start (clock64), mark by mark.
+void fa2d_dump_timeline(const orin_exec *ex, int c)
+{
+    static int calls;
+    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    cudaStream_t stream = orin_cu_stream(ex);
+    if (++calls % 50 || cudaStreamIsCapturing(stream, &cap) != cudaSuccess ||
+        cap != cudaStreamCaptureStatusNone)
+        return;
+    unsigned long long tl[16][9][2];
+    if (cudaStreamSynchronize(stream) != cudaSuccess ||
+        cudaMemcpyFromSymbol(tl, fa2d_tl, sizeof tl) != cudaSuccess)
+        return;
+    for (int r = 0; r < c && r < 16; r++) {
+        fprintf(stderr, "fa2d timeline call %d rank %2d ns:", calls, r);
+        for (int k = 0; k < 9; k++)
+            fprintf(stderr, " %6lld", (long long)(tl[r][k][0] - tl[0][0][0]));
+        fprintf(stderr, "  cycles:");
+        for (int k = 0; k < 9; k++)
+            fprintf(stderr, " %6lld", (long long)(tl[r][k][1] - tl[r][0][1]));
+        fprintf(stderr, "\n");
+    }
+}
+#endif
+
 template <typename T, int HD, int C, int W>
 int fa2d_launch_cluster(const orin_exec *ex, orin_dtype dt, const fa2d_config *cfg,
                         fa2d_params P, int units)
@@ -1696,6 +1758,9 @@ int fa2d_launch_cluster(const orin_exec *ex, orin_dtype dt, const fa2d_config *c
     P.prefetch_steps = fa2d_prefetch_steps(cfg, P.max_kv_len, C, W);
     orin_cu_launch_cluster(ex, true, C, fa2d_cluster_mma<T, HD, C, W>, dim3(C, (unsigned)units),
                            dim3(W * 32), sizeof(fa2d_cluster_smem<HD, W>), P);
+#if FA2D_TIMELINE
+    fa2d_dump_timeline(ex, C);
+#endif
     return orin_cu_launched(FA2D_LABEL, dt, "cluster of %d x %d warps, heads %d, head_dim %d, "
                             "units %d, max_kv_len %d", C, W, P.heads, HD, units, P.max_kv_len);
 }
