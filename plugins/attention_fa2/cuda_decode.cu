@@ -1159,7 +1159,9 @@ __global__ void __launch_bounds__(W * 32, 16 / W) fa2d_cluster_mma(const fa2d_pa
     FA2D_MARK(2, end);
     // Read here, with the piece (the same p, one load): read after the first
     // cluster barrier it was an L2 round trip on the kernel's tail.
-    const bool valid = fa2d_valid_position(P);
+    bool valid = true;
+    if constexpr (!(FA2D_KNOCKOUT & FA2D_KO_INPUTS))
+        valid = fa2d_valid_position(P);
     fa2d_mma_state<HD> st;
     fa2d_mma_warp_range<T, HD, W>(P, kvh, head0, rows, begin, end, st);
     FA2D_MARK(3, st.l0 + st.o[HD / 16 - 1][3]);
