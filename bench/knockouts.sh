@@ -38,12 +38,14 @@ case $family in
       cmd=(bash -c "\"\$@\"; $build/orin-run --set model.path=$MODEL --bench --json \
         --set runtime.device=cuda --set model.dtype=f16 --set attention.backend=fa2 \
         --set runtime.max_context=648 --set bench.prompt_tokens=512 \
-        --set bench.gen_tokens=128 --set plugins.dir={PLUGINS} 2>/dev/null | tail -1" _ "${cmd[@]}")
+        --set bench.gen_tokens=128 --set plugins.dir={PLUGINS} 2>&1 | tail -1" _ "${cmd[@]}")
     fi
     row() {
       grep -E '^decode +fa2 ' "$1" |
         awk '{for (i = 1; i <= NF; i++) if ($i == "graph") printf "%s:%s us  ", $5, $(i + 1)}'
-      grep -o '"decode_step_ms": *[0-9.]*' "$1" | sed 's/.*: */model /; s/$/ ms/'
+      [ -z "${MODEL:-}" ] ||
+        grep -o '"decode_step_ms": *[0-9.]*' "$1" | sed 's/.*: */model /; s/$/ ms/' | grep . ||
+        echo "model: no step figure (orin-run's last line: $(tail -1 "$1"))"
     } ;;
   *) echo "$usage" >&2; exit 2 ;;
 esac

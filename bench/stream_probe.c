@@ -4,9 +4,9 @@
  * and replayed; per kernel: microseconds, GB/s and the fraction of the copy
  * bandwidth (orin_device_copy_gbs: bytes read + written by a 1 GiB device
  * copy, best of 5, as orin-run and every bench program measure it).
- * Variants (stream_probe.cu): weights in registers before the PDL wait, blocks filling a third of an SM (full: the quantized
- * GEMV's way) or leaving room beside them (registers), and a cp.async.bulk
- * into shared memory (bulk).
+ * Variants (stream_probe.cu): weights in registers before the PDL wait,
+ * blocks filling a third of an SM (full: the quantized GEMV's way) or leaving
+ * room beside them (registers), and a cp.async.bulk into shared memory (bulk).
  *
  *   stream_probe [--sizes MB,MB,...] [--no-pdl]
  *

@@ -115,7 +115,8 @@ enum { FA2D_KO_WAIT = 1, FA2D_KO_STEPS = 2, FA2D_KO_INPUTS = 4, FA2D_KO_MERGE = 
 // Timeline, for timing only (-DFA2D_TIMELINE=1): thread 0 of each block of
 // unit 0 of the cluster kernel stamps %globaltimer and clock64 at its marks
 // (start, wait, range, steps, warps stored, block merged, barrier 1, outputs,
-// barrier 2), and the host prints them every 50th eager call to stderr.
+// barrier 2), and the host prints them every 50th eager call to stderr
+// (bench/fa2_timeline.sh). FA2D_MARK reads the kernel's `rank`.
 #ifndef FA2D_TIMELINE
 #define FA2D_TIMELINE 0
 #endif

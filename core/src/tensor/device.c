@@ -231,10 +231,10 @@ double orin_device_copy_gbs(orin_device *dev, size_t bytes)
                 best = 2.0 * (double)bytes / s;
         }
     }
-    if (marks) {
+    if (m0)
         dev->ops->mark_destroy(dev, m0);
+    if (m1)
         dev->ops->mark_destroy(dev, m1);
-    }
     if (src)
         dev->ops->free(dev, src);
     if (dst)
