@@ -8,9 +8,30 @@
  * blocks filling a third of an SM (full: the quantized GEMV's way) or leaving
  * room beside them (registers), and a cp.async.bulk into shared memory (bulk).
  *
- *   stream_probe [--sizes MB,MB,...] [--no-pdl]
+ * With --side, chains of links that each stand for a short-context decode
+ * layer's latency-bound kernel and the product after it: a spin of US
+ * microseconds (probe_spin_launch), then a full read kernel; timed without
+ * and with each read's bytes asked of L2 by a kernel on a side branch of the
+ * graph, forked as the spin starts, joined only at the chain's end (and, to
+ * tell a fetch that misses from one that lands late, the same kernel in line,
+ * before the spin; each also asking for a region no read takes soon, the
+ * control: the same traffic, no use): whether bytes fetched while the memory
+ * is idle make the product after it shorter.
  *
- * Prints one line a variant and size. Needs sm_90 (the bulk copy). */
+ *   stream_probe [--sizes MB,MB,...] [--no-pdl]
+ *                [--side US,US,... [--prefetch-blocks N] [--prefetch-chunk BYTES]
+ *                 [--prefetch-priority]]
+ *
+ * (--prefetch-chunk 0: the side kernel loads the bytes (ld.global.cg)
+ * instead of asking by cp.async.bulk.prefetch.L2; 1: loads slab by slab as
+ * the read kernel's blocks take them; 2: the same in reverse order.
+ * --prefetch-priority: the side stream at the device's greatest priority and
+ * the graph run by its nodes' priorities, so that the side kernel's blocks
+ * are placed before the read kernel's, launched early by PDL, waiting ones.)
+ *
+ * Prints one line a variant and size (with --side: one a spin and size).
+ * Needs sm_90 (the bulk copy). */
+#define _POSIX_C_SOURCE 200809L /* strtok_r */
 #include "stream_probe.h"
 
 #include "orin/device.h"
@@ -33,23 +54,78 @@ static int check(cudaError_t e, const char *what)
     return -1;
 }
 
-/* Seconds a kernel of `bytes` takes in a replayed chain of CHAIN. */
-static int time_chain(probe_variant v, const char *buf, size_t bytes, uint32_t *out,
-                      cudaStream_t s, int pdl, double *seconds)
+/* What a captured chain reads and runs (see build_chain). */
+struct chain {
+    const char *buf;
+    size_t bytes;       /* a read kernel's bytes */
+    uint32_t *out;
+    cudaStream_t s;
+    cudaStream_t side;  /* where the L2 prefetches go */
+    cudaEvent_t fork, join;
+    probe_variant v;
+    int pdl;
+    int hot;            /* every read kernel over the same region (L2) */
+    double spin_us;     /* > 0: a spin kernel before each read kernel */
+    int reads;          /* 0: spins only */
+    int side_prefetch;  /* each read's region asked of L2 as its spin starts: 1 on
+                         * the side branch, 2 in line (on the chain, before it) */
+    int prefetch_other; /* the prefetch asks for a region no read takes soon: the
+                         * same traffic, no use (the control) */
+    unsigned pf_blocks;
+    uint32_t pf_chunk;
+    int node_priority;  /* instantiate with the nodes' priorities (the side
+                         * stream's, copied at capture) */
+};
+
+/* Launches CHAIN links on c->s (being captured); 0 or -1. */
+static int build_chain(const struct chain *c)
+{
+    const size_t regions = c->hot ? 1 : BUFFER_BYTES / c->bytes;
+    int rc = 0;
+    for (int i = 0; i < CHAIN && rc == 0; i++) {
+        const char *region = c->buf + (size_t)(i % regions) * c->bytes;
+        const char *asked = c->prefetch_other && regions > 2 * CHAIN
+                                ? c->buf + (size_t)((i + CHAIN) % regions) * c->bytes
+                                : region;
+        if (c->side_prefetch == 2)
+            rc |= probe_prefetch_launch(asked, c->bytes, c->pf_blocks, c->pf_chunk,
+                                        c->out + (1u << 20), c->s);
+        if (c->side_prefetch == 1) { /* forked off the last read: runs beside the spin */
+            rc |= check(cudaEventRecord(c->fork, c->s), "fork");
+            rc |= check(cudaStreamWaitEvent(c->side, c->fork, 0), "fork's wait");
+            rc |= probe_prefetch_launch(asked, c->bytes, c->pf_blocks, c->pf_chunk,
+                                        c->out + (1u << 20), c->side);
+        }
+        if (c->spin_us > 0.0)
+            rc |= probe_spin_launch(c->spin_us, c->out, c->s);
+        if (c->reads)
+            rc |= probe_launch(c->v, region, c->bytes, c->out, c->s, c->pdl);
+    }
+    if (c->side_prefetch == 1) { /* a capture must end with its forks joined */
+        rc |= check(cudaEventRecord(c->join, c->side), "join");
+        rc |= check(cudaStreamWaitEvent(c->s, c->join, 0), "join's wait");
+    }
+    if (rc != 0)
+        fprintf(stderr, "stream_probe: launching a chain over %zu bytes: %s\n", c->bytes,
+                cudaGetErrorString(cudaGetLastError()));
+    return rc;
+}
+
+/* Seconds a link of the chain takes, the chain captured in a graph and
+ * replayed REPLAYS times. */
+static int time_chain(const struct chain *c, double *seconds)
 {
     cudaGraph_t graph = NULL;
     cudaGraphExec_t exec = NULL;
-    if (check(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), "capture"))
+    if (check(cudaStreamBeginCapture(c->s, cudaStreamCaptureModeGlobal), "capture"))
         return -1;
-    const size_t regions = BUFFER_BYTES / bytes;
-    int rc = 0;
-    for (int i = 0; i < CHAIN && rc == 0; i++)
-        rc = probe_launch(v, buf + (size_t)(i % regions) * bytes, bytes, out, s, pdl);
-    if (rc != 0)
-        fprintf(stderr, "stream_probe: launching variant %d over %zu bytes: %s\n", (int)v,
-                bytes, cudaGetErrorString(cudaGetLastError()));
-    if (check(cudaStreamEndCapture(s, &graph), "end capture") || rc != 0 ||
-        check(cudaGraphInstantiate(&exec, graph, 0), "instantiate")) {
+    const int built = build_chain(c);
+    if (check(cudaStreamEndCapture(c->s, &graph), "end capture") || built != 0 ||
+        check(cudaGraphInstantiateWithFlags(&exec, graph,
+                                            c->node_priority
+                                                ? cudaGraphInstantiateFlagUseNodePriority
+                                                : 0),
+              "instantiate")) {
         if (graph)
             cudaGraphDestroy(graph);
         return -1;
@@ -57,12 +133,12 @@ static int time_chain(probe_variant v, const char *buf, size_t bytes, uint32_t *
     cudaEvent_t a, b;
     cudaEventCreate(&a);
     cudaEventCreate(&b);
-    cudaGraphLaunch(exec, s); /* warm-up */
-    cudaEventRecord(a, s);
+    cudaGraphLaunch(exec, c->s); /* warm-up */
+    cudaEventRecord(a, c->s);
     for (int r = 0; r < REPLAYS; r++)
-        cudaGraphLaunch(exec, s);
-    cudaEventRecord(b, s);
-    rc = check(cudaEventSynchronize(b), "replay");
+        cudaGraphLaunch(exec, c->s);
+    cudaEventRecord(b, c->s);
+    int rc = check(cudaEventSynchronize(b), "replay");
     float ms = 0.0f;
     cudaEventElapsedTime(&ms, a, b);
     *seconds = ms * 1e-3 / (REPLAYS * CHAIN);
@@ -73,19 +149,85 @@ static int time_chain(probe_variant v, const char *buf, size_t bytes, uint32_t *
     return rc;
 }
 
+/* The side-prefetch rows for one size: a spin of each length in spins (us,
+ * comma-separated) before each read, without and with the read's bytes asked
+ * of L2 on a side branch as the spin starts; and the read from L2. */
+static int side_rows(struct chain c, const char *spins, double copy)
+{
+    double sec = 0.0;
+    c.v = PROBE_FULL;
+    c.hot = 1;
+    if (time_chain(&c, &sec) != 0)
+        return -1;
+    printf("read, L2 hot   %7.2f MB  %8.2f us  %7.1f GB/s\n", c.bytes / 1e6, sec * 1e6,
+           c.bytes / sec / 1e9);
+    c.hot = 0;
+    char list[256];
+    snprintf(list, sizeof list, "%s", spins);
+    char *save = NULL;
+    for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        double spin = 0.0, plain = 0.0, side = 0.0, inline_ = 0.0, side_o = 0.0, inline_o = 0.0;
+        c.spin_us = atof(tok);
+        c.reads = 0;
+        c.side_prefetch = 0;
+        if (time_chain(&c, &spin) != 0)
+            return -1;
+        c.reads = 1;
+        if (time_chain(&c, &plain) != 0)
+            return -1;
+        c.side_prefetch = 1;
+        if (time_chain(&c, &side) != 0)
+            return -1;
+        c.side_prefetch = 2;
+        if (time_chain(&c, &inline_) != 0)
+            return -1;
+        c.prefetch_other = 1;
+        if (time_chain(&c, &inline_o) != 0)
+            return -1;
+        c.side_prefetch = 1;
+        if (time_chain(&c, &side_o) != 0)
+            return -1;
+        c.prefetch_other = 0;
+        printf("spin %5.2f us + read %6.2f MB (floor %5.2f us): spin alone %6.2f, link %6.2f, "
+               "side prefetch %6.2f (other region %6.2f), in line %6.2f (other region %6.2f) "
+               "us\n",
+               c.spin_us, c.bytes / 1e6, c.bytes / (copy * 1e9) * 1e6, spin * 1e6, plain * 1e6,
+               side * 1e6, side_o * 1e6, inline_ * 1e6, inline_o * 1e6);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     char sizes_arg[256] = "8.4,12.6,25.2,50.3";
+    char spins[256] = "";
     int pdl = 1;
+    unsigned pf_blocks = 132;
+    int high_priority = 0;
+    uint32_t pf_chunk = 4096;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc)
             snprintf(sizes_arg, sizeof sizes_arg, "%s", argv[++i]);
+        else if (strcmp(argv[i], "--side") == 0 && i + 1 < argc)
+            snprintf(spins, sizeof spins, "%s", argv[++i]);
+        else if (strcmp(argv[i], "--prefetch-blocks") == 0 && i + 1 < argc)
+            pf_blocks = (unsigned)atoi(argv[++i]);
+        else if (strcmp(argv[i], "--prefetch-chunk") == 0 && i + 1 < argc)
+            pf_chunk = (uint32_t)atoi(argv[++i]);
+        else if (strcmp(argv[i], "--prefetch-priority") == 0)
+            high_priority = 1;
         else if (strcmp(argv[i], "--no-pdl") == 0)
             pdl = 0;
         else {
-            fprintf(stderr, "usage: stream_probe [--sizes MB,MB,...] [--no-pdl]\n");
+            fprintf(stderr, "usage: stream_probe [--sizes MB,MB,...] [--no-pdl] [--side US,US,... "
+                            "[--prefetch-blocks N] [--prefetch-chunk BYTES] [--prefetch-priority]]\n");
             return 2;
         }
+    }
+    if (pf_blocks == 0 || pf_blocks > 4096 || (pf_chunk > 2 && pf_chunk % 16 != 0)) {
+        fprintf(stderr, "stream_probe: --prefetch-blocks must be 1-4096 and --prefetch-chunk "
+                        "0, 1, 2 or a multiple of 16\n");
+        return 2;
     }
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
@@ -109,27 +251,45 @@ int main(int argc, char **argv)
     }
     void *buf = NULL;
     uint32_t *out = NULL;
-    cudaStream_t s = NULL;
-    int rc = 2;
+    cudaStream_t s = NULL, side = NULL;
+    cudaEvent_t fork = NULL, join = NULL;
+    int least = 0, greatest = 0, rc = 2;
     if (check(cudaMalloc(&buf, BUFFER_BYTES), "buffer") ||
         check(cudaMalloc((void **)&out, (size_t)1 << 24), "out") ||
         check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream") ||
+        check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "priorities") ||
+        check(cudaStreamCreateWithPriority(&side, cudaStreamNonBlocking,
+                                           high_priority ? greatest : least),
+              "side stream") ||
+        check(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming), "fork event") ||
+        check(cudaEventCreateWithFlags(&join, cudaEventDisableTiming), "join event") ||
         check(cudaMemset(buf, 0x5A, BUFFER_BYTES), "buffer's fill"))
         goto done;
     printf("device %s, copy %.1f GB/s (read + written), chains of %d, pdl %d\n", prop.name, copy,
            CHAIN, pdl);
     const char *names[] = {"full", "registers", "bulk"};
     const size_t slab = probe_slab_bytes();
-    for (char *tok = strtok(sizes_arg, ","); tok; tok = strtok(NULL, ",")) {
+    char *save = NULL;
+    for (char *tok = strtok_r(sizes_arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         size_t bytes = (size_t)(atof(tok) * 1e6) / slab * slab;
         if (bytes == 0 || bytes > BUFFER_BYTES || bytes / slab > (1u << 24) / 32) {
             fprintf(stderr, "stream_probe: size %s MB: not between one slab (%zu bytes) and "
                             "the buffer (%zu bytes)\n", tok, slab, BUFFER_BYTES);
             goto done;
         }
+        struct chain c = {.buf = buf, .bytes = bytes, .out = out, .s = s, .side = side,
+                          .fork = fork, .join = join, .pdl = pdl, .reads = 1,
+                          .pf_blocks = pf_blocks, .pf_chunk = pf_chunk,
+                          .node_priority = high_priority};
+        if (spins[0]) {
+            if (side_rows(c, spins, copy) != 0)
+                goto done;
+            continue;
+        }
         for (int v = PROBE_FULL; v <= PROBE_BULK; v++) {
             double sec = 0.0;
-            if (time_chain((probe_variant)v, (const char *)buf, bytes, out, s, pdl, &sec) != 0)
+            c.v = (probe_variant)v;
+            if (time_chain(&c, &sec) != 0)
                 goto done;
             const double gbs = (double)bytes / sec / 1e9;
             printf("%-9s %7.2f MB  %8.2f us  floor %7.2f us  %7.1f GB/s  %5.1f %%\n", names[v],
@@ -138,6 +298,12 @@ int main(int argc, char **argv)
     }
     rc = 0;
 done: /* one cleanup path */
+    if (fork)
+        cudaEventDestroy(fork);
+    if (join)
+        cudaEventDestroy(join);
+    if (side)
+        cudaStreamDestroy(side);
     if (s)
         cudaStreamDestroy(s);
     cudaFree(buf);

@@ -86,6 +86,127 @@ __global__ void __launch_bounds__(PROBE_THREADS)
 #endif
 }
 
+// Stands in for a latency-bound kernel of a decode step (the attention at a
+// short context): each block takes half an SM's shared memory, as the cluster
+// attention's blocks take half its registers, so one PROBE_FULL block fits
+// beside it; thread 0 spins `ns` after the PDL wait. Launch: 128 blocks x 256.
+__global__ void __launch_bounds__(PROBE_THREADS) probe_spin_kernel(long long ns, uint32_t *out)
+{
+    extern __shared__ uint32_t spin_ballast[];
+    orin_cu_allow_next();
+    orin_cu_wait_prior();
+    if (threadIdx.x == 0) {
+        long long t0, t;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+        do
+            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+        while (t - t0 < ns);
+        spin_ballast[0] = (uint32_t)t;
+        out[blockIdx.x] = spin_ballast[0];
+    }
+    __syncthreads();
+}
+
+// Asks L2 for [src, src + bytes) and nothing else: each of 32 threads a block
+// issues cp.async.bulk.prefetch.L2 of `chunk` bytes at a stride of the grid.
+// No completion to wait for: a hint the memory system serves in its own time.
+__global__ void probe_l2_prefetch_kernel(const char *src, size_t bytes, uint32_t chunk)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    const size_t stride = (size_t)gridDim.x * blockDim.x * chunk;
+    for (size_t off = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * chunk; off < bytes;
+         off += stride)
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src + off), "r"(chunk)
+                     : "memory");
+#endif
+}
+
+// The same bytes by loads that land in L2 (ld.global.cg; the
+// values XOR-ed into one word a block): a fetch that surely allocates, where
+// the prefetch above is a hint. 256 threads, 4 16-byte loads in flight each.
+__global__ void __launch_bounds__(PROBE_THREADS)
+    probe_l2_touch_kernel(const uint4 *src, size_t vecs, uint32_t *out)
+{
+    uint32_t acc = 0;
+    const size_t stride = (size_t)gridDim.x * PROBE_THREADS;
+    for (size_t i = (size_t)blockIdx.x * PROBE_THREADS + threadIdx.x; i < vecs; i += 4 * stride) {
+        uint4 v[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            v[j] = make_uint4(0, 0, 0, 0);
+            if (i + j * stride < vecs)
+                asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
+                             : "=r"(v[j].x), "=r"(v[j].y), "=r"(v[j].z), "=r"(v[j].w)
+                             : "l"(src + i + j * stride));
+        }
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            acc ^= v[j].x ^ v[j].y ^ v[j].z ^ v[j].w;
+    }
+    probe_finish(acc, out);
+}
+
+// The same loads slab by slab, as the read kernel's blocks take them: block b
+// loads slab b, or slab N - 1 - b where `reversed` (each slab then fetched
+// from an SM other than the one the read kernel is likely to put it on).
+// Launch: grid = bytes / 32 KB, 256 threads.
+__global__ void __launch_bounds__(PROBE_THREADS)
+    probe_l2_touch_slab_kernel(const uint4 *src, int reversed, uint32_t *out)
+{
+    const unsigned b = reversed ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+    const uint4 *slab = src + (size_t)b * (PROBE_SLAB / 16);
+    uint32_t acc = 0;
+#pragma unroll
+    for (int i = 0; i < PROBE_VECS; i++) {
+        uint4 v;
+        asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                     : "l"(slab + threadIdx.x + i * PROBE_THREADS));
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    probe_finish(acc, out);
+}
+
+#define SPIN_BLOCKS 128
+#define SPIN_BALLAST (114 << 10)
+
+extern "C" int probe_spin_launch(double us, uint32_t *out, cudaStream_t stream)
+{
+    static int set = 0;
+    if (!set) {
+        cudaFuncSetAttribute(probe_spin_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             SPIN_BALLAST);
+        set = 1;
+    }
+    cudaLaunchAttribute attr = {};
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(SPIN_BLOCKS);
+    cfg.blockDim = dim3(PROBE_THREADS);
+    cfg.dynamicSmemBytes = SPIN_BALLAST;
+    cfg.stream = stream;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, probe_spin_kernel, (long long)(us * 1e3), out) == cudaSuccess
+               ? 0
+               : -1;
+}
+
+extern "C" int probe_prefetch_launch(const void *src, size_t bytes, unsigned blocks,
+                                     uint32_t chunk, uint32_t *out, cudaStream_t stream)
+{
+    if (chunk == 1 || chunk == 2) /* loads slab by slab, as the reads take them */
+        probe_l2_touch_slab_kernel<<<(unsigned)(bytes / PROBE_SLAB), PROBE_THREADS, 0, stream>>>(
+            (const uint4 *)src, chunk == 2, out);
+    else if (chunk == 0) /* loads, not the prefetch hint */
+        probe_l2_touch_kernel<<<blocks, PROBE_THREADS, 0, stream>>>((const uint4 *)src,
+                                                                    bytes / 16, out);
+    else
+        probe_l2_prefetch_kernel<<<blocks, 32, 0, stream>>>((const char *)src, bytes, chunk);
+    return cudaGetLastError() == cudaSuccess ? 0 : -1;
+}
+
 extern "C" size_t probe_slab_bytes(void)
 {
     return PROBE_SLAB;

@@ -24,6 +24,19 @@ size_t probe_slab_bytes(void);
 int probe_launch(probe_variant variant, const void *src, size_t bytes, uint32_t *out,
                  cudaStream_t stream, int pdl);
 
+/* A latency-bound stand-in (128 blocks of half an SM's shared memory, one
+ * thread spinning `us` after the PDL wait), launched with PDL. */
+int probe_spin_launch(double us, uint32_t *out, cudaStream_t stream);
+
+/* [src, src + bytes) into L2 by cp.async.bulk.prefetch.L2, chunk bytes (a
+ * multiple of 16) a request, `blocks` blocks of 32 threads; with chunk 0 by
+ * loads (ld.global.cg, `blocks` blocks of 256 threads, one word a
+ * warp to out); with chunk 1 by loads slab by slab as probe_launch's blocks
+ * take them (block b slab b), with 2 in reverse (block b slab N - 1 - b);
+ * no PDL. */
+int probe_prefetch_launch(const void *src, size_t bytes, unsigned blocks, uint32_t chunk,
+                          uint32_t *out, cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif
