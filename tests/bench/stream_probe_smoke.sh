@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # stream_probe's plumbing, not its figures: two sizes give a row for each of
-# the three variants, each with a positive time. Exit 77 without a GPU or on
-# one before sm_90 (stream_probe's own).
+# the three variants, each with a positive time; --side gives the L2 row and a
+# row a spin with its five times, at greatest priority too; a prefetch chunk
+# that is not a multiple of 16 is refused. Exit 77 without a GPU or on one
+# before sm_90 (stream_probe's own).
 #
 #   stream_probe_smoke.sh STREAM_PROBE
 set -uo pipefail
@@ -12,4 +14,14 @@ rc=$?
 [ $rc -eq 0 ] || { echo "stream_probe: exit $rc: $out"; exit 1; }
 rows=$(printf '%s\n' "$out" | awk '$1 ~ /^(full|registers|bulk)$/ && $2 + 0 > 0 && $3 == "MB" && $4 + 0 > 0 && $5 == "us"' | wc -l)
 [ "$rows" -eq 6 ] || { echo "stream_probe: $rows rows with a time of 6: $out"; exit 1; }
+for extra in "" --prefetch-priority; do
+  side=$("$probe" --sizes 1 --side 0,2 $extra 2>&1) || { echo "stream_probe --side $extra: $side"; exit 1; }
+  hot=$(printf '%s\n' "$side" | grep -c '^read, L2 hot .* us .* GB/s$')
+  spins=$(printf '%s\n' "$side" | awk '$1 == "spin" && /link/ && /side prefetch/ && /in line/' | wc -l)
+  [ "$hot" -eq 1 ] && [ "$spins" -eq 2 ] ||
+    { echo "stream_probe --side $extra: $hot L2 rows of 1, $spins spin rows of 2: $side"; exit 1; }
+done
+bad=$("$probe" --side 1 --prefetch-chunk 17 2>&1)
+[ $? -eq 2 ] && printf '%s' "$bad" | grep -q "prefetch-chunk" ||
+  { echo "a chunk of 17 bytes was not refused: $bad"; exit 1; }
 printf '%s\n' "$out" | head -1
