@@ -38,6 +38,7 @@
 #include "orin/error.h"
 
 #include <cuda_runtime_api.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,7 +85,7 @@ static int build_chain(const struct chain *c)
     int rc = 0;
     for (int i = 0; i < CHAIN && rc == 0; i++) {
         const char *region = c->buf + (size_t)(i % regions) * c->bytes;
-        const char *asked = c->prefetch_other && regions > 2 * CHAIN
+        const char *asked = c->prefetch_other
                                 ? c->buf + (size_t)((i + CHAIN) % regions) * c->bytes
                                 : region;
         if (c->side_prefetch == 2)
@@ -149,9 +150,11 @@ static int time_chain(const struct chain *c, double *seconds)
     return rc;
 }
 
-/* The side-prefetch rows for one size: a spin of each length in spins (us,
- * comma-separated) before each read, without and with the read's bytes asked
- * of L2 on a side branch as the spin starts; and the read from L2. */
+/* The side-prefetch rows for one size: the read from L2 (every read over one
+ * region); then for each spin length in spins (us, comma-separated) the spin
+ * alone and the link (spin, read) without and with a fetch into L2 of the
+ * read's region or of another (the control, nan where the buffer holds too
+ * few regions), on the side branch or in line. */
 static int side_rows(struct chain c, const char *spins, double copy)
 {
     double sec = 0.0;
@@ -166,33 +169,33 @@ static int side_rows(struct chain c, const char *spins, double copy)
     snprintf(list, sizeof list, "%s", spins);
     char *save = NULL;
     for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        double spin = 0.0, plain = 0.0, side = 0.0, inline_ = 0.0, side_o = 0.0, inline_o = 0.0;
+        static const struct {
+            int reads, side_prefetch, prefetch_other;
+        } variants[6] = {
+            {0, 0, 0}, /* the spin alone */
+            {1, 0, 0}, /* the link: spin, read */
+            {1, 1, 0}, /* + the read's region asked for on the side branch */
+            {1, 1, 1}, /* + another region asked for there (the control) */
+            {1, 2, 0}, /* the read's region asked for in line, before the spin */
+            {1, 2, 1}, /* another region in line */
+        };
+        double t[6];
         c.spin_us = atof(tok);
-        c.reads = 0;
-        c.side_prefetch = 0;
-        if (time_chain(&c, &spin) != 0)
-            return -1;
-        c.reads = 1;
-        if (time_chain(&c, &plain) != 0)
-            return -1;
-        c.side_prefetch = 1;
-        if (time_chain(&c, &side) != 0)
-            return -1;
-        c.side_prefetch = 2;
-        if (time_chain(&c, &inline_) != 0)
-            return -1;
-        c.prefetch_other = 1;
-        if (time_chain(&c, &inline_o) != 0)
-            return -1;
-        c.side_prefetch = 1;
-        if (time_chain(&c, &side_o) != 0)
-            return -1;
-        c.prefetch_other = 0;
+        for (int i = 0; i < 6; i++) {
+            t[i] = NAN; /* the control needs regions no read of the chain takes */
+            if (variants[i].prefetch_other && BUFFER_BYTES / c.bytes <= 2 * CHAIN)
+                continue;
+            c.reads = variants[i].reads;
+            c.side_prefetch = variants[i].side_prefetch;
+            c.prefetch_other = variants[i].prefetch_other;
+            if (time_chain(&c, &t[i]) != 0)
+                return -1;
+        }
         printf("spin %5.2f us + read %6.2f MB (floor %5.2f us): spin alone %6.2f, link %6.2f, "
                "side prefetch %6.2f (other region %6.2f), in line %6.2f (other region %6.2f) "
                "us\n",
-               c.spin_us, c.bytes / 1e6, c.bytes / (copy * 1e9) * 1e6, spin * 1e6, plain * 1e6,
-               side * 1e6, side_o * 1e6, inline_ * 1e6, inline_o * 1e6);
+               c.spin_us, c.bytes / 1e6, c.bytes / (copy * 1e9) * 1e6, t[0] * 1e6, t[1] * 1e6,
+               t[2] * 1e6, t[3] * 1e6, t[4] * 1e6, t[5] * 1e6);
     }
     return 0;
 }
