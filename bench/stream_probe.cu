@@ -108,22 +108,26 @@ __global__ void __launch_bounds__(PROBE_THREADS) probe_spin_kernel(long long ns,
 }
 
 // Asks L2 for [src, src + bytes) and nothing else: each of 32 threads a block
-// issues cp.async.bulk.prefetch.L2 of `chunk` bytes at a stride of the grid.
-// No completion to wait for: a hint the memory system serves in its own time.
+// issues cp.async.bulk.prefetch.L2 of `chunk` bytes (the last one cut at the
+// range's end) at a stride of the grid. No completion to wait for: a hint the
+// memory system serves in its own time.
 __global__ void probe_l2_prefetch_kernel(const char *src, size_t bytes, uint32_t chunk)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     const size_t stride = (size_t)gridDim.x * blockDim.x * chunk;
     for (size_t off = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * chunk; off < bytes;
-         off += stride)
-        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src + off), "r"(chunk)
-                     : "memory");
+         off += stride) {
+        const uint32_t n = bytes - off < chunk ? (uint32_t)((bytes - off) & ~(size_t)15) : chunk;
+        if (n)
+            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src + off), "r"(n)
+                         : "memory");
+    }
 #endif
 }
 
-// The same bytes by loads that land in L2 (ld.global.cg; the
-// values XOR-ed into one word a block): a fetch that surely allocates, where
-// the prefetch above is a hint. 256 threads, 4 16-byte loads in flight each.
+// The same bytes by loads that land in L2 (ld.global.cg; the values XOR-ed
+// into one word a warp): a fetch that surely allocates, where the prefetch
+// above is a hint. 256 threads, 4 16-byte loads in flight each.
 __global__ void __launch_bounds__(PROBE_THREADS)
     probe_l2_touch_kernel(const uint4 *src, size_t vecs, uint32_t *out)
 {
