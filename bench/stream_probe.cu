@@ -174,24 +174,44 @@ __global__ void __launch_bounds__(PROBE_THREADS)
 #define SPIN_BLOCKS 128
 #define SPIN_BALLAST (114 << 10)
 
+// The kernels' shared memory above the default 48 KB, allowed at the first launch.
+static void probe_allow_smem(void)
+{
+    static bool done = false;
+    if (done)
+        return;
+    cudaFuncSetAttribute(probe_bulk_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                         PROBE_SLAB);
+    cudaFuncSetAttribute(probe_registers_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                         PROBE_BALLAST);
+    cudaFuncSetAttribute(probe_spin_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                         SPIN_BALLAST);
+    done = true;
+}
+
+// grid x PROBE_THREADS with smem bytes of dynamic shared memory on stream, with
+// the programmatic-serialisation attribute (*attr, the caller's) where pdl.
+static cudaLaunchConfig_t probe_config(unsigned grid, size_t smem, cudaStream_t stream, int pdl,
+                                       cudaLaunchAttribute *attr)
+{
+    probe_allow_smem();
+    *attr = {};
+    attr->id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr->val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(PROBE_THREADS);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cfg.attrs = pdl ? attr : NULL;
+    cfg.numAttrs = pdl ? 1 : 0;
+    return cfg;
+}
+
 extern "C" int probe_spin_launch(double us, uint32_t *out, cudaStream_t stream)
 {
-    static int set = 0;
-    if (!set) {
-        cudaFuncSetAttribute(probe_spin_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             SPIN_BALLAST);
-        set = 1;
-    }
-    cudaLaunchAttribute attr = {};
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(SPIN_BLOCKS);
-    cfg.blockDim = dim3(PROBE_THREADS);
-    cfg.dynamicSmemBytes = SPIN_BALLAST;
-    cfg.stream = stream;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg = probe_config(SPIN_BLOCKS, SPIN_BALLAST, stream, 1, &attr);
     return cudaLaunchKernelEx(&cfg, probe_spin_kernel, (long long)(us * 1e3), out) == cudaSuccess
                ? 0
                : -1;
@@ -219,34 +239,14 @@ extern "C" size_t probe_slab_bytes(void)
 extern "C" int probe_launch(probe_variant variant, const void *src, size_t bytes, uint32_t *out,
                             cudaStream_t stream, int pdl)
 {
-    cudaLaunchAttribute attr = {};
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)(bytes / PROBE_SLAB));
-    cfg.blockDim = dim3(PROBE_THREADS);
-    cfg.stream = stream;
-    cfg.attrs = pdl ? &attr : NULL;
-    cfg.numAttrs = pdl ? 1 : 0;
+    const unsigned grid = (unsigned)(bytes / PROBE_SLAB);
     const uint4 *s = (const uint4 *)src;
+    cudaLaunchAttribute attr;
     if (variant == PROBE_BULK) {
-        static int smem_set = 0;
-        if (!smem_set) {
-            cudaFuncSetAttribute(probe_bulk_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 PROBE_SLAB);
-            smem_set = 1;
-        }
-        cfg.dynamicSmemBytes = PROBE_SLAB;
+        const cudaLaunchConfig_t cfg = probe_config(grid, PROBE_SLAB, stream, pdl, &attr);
         return cudaLaunchKernelEx(&cfg, probe_bulk_kernel, s, out) == cudaSuccess ? 0 : -1;
     }
-    if (variant == PROBE_FULL) {
-        static int ballast_set = 0;
-        if (!ballast_set) {
-            cudaFuncSetAttribute(probe_registers_kernel,
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize, PROBE_BALLAST);
-            ballast_set = 1;
-        }
-        cfg.dynamicSmemBytes = PROBE_BALLAST;
-    }
+    const size_t smem = variant == PROBE_FULL ? PROBE_BALLAST : 0;
+    const cudaLaunchConfig_t cfg = probe_config(grid, smem, stream, pdl, &attr);
     return cudaLaunchKernelEx(&cfg, probe_registers_kernel, s, out) == cudaSuccess ? 0 : -1;
 }

@@ -1729,7 +1729,7 @@ fa2d_cluster_shape fa2d_cluster_size(const orin_exec *ex, const fa2d_config *cfg
 // Every 50th call outside a graph capture: the timeline of unit 0's blocks,
 // ns since rank 0's start (globaltimer) and cycles since the block's own
 // start (clock64), mark by mark.
-void fa2d_dump_timeline(const orin_exec *ex, int c)
+static void fa2d_dump_timeline(const orin_exec *ex, int c)
 {
     static int calls;
     cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;

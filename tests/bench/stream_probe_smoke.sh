@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # stream_probe's plumbing, not its figures: two sizes give a row for each of
 # the three variants, each with a positive time; --side gives the L2 row and a
-# row a spin with its five times, at greatest priority too; a prefetch chunk
-# that is not a multiple of 16 is refused. Exit 77 without a GPU or on one
-# before sm_90 (stream_probe's own).
+# row a spin with its six times (none nan at 1 MB), at greatest priority too;
+# a prefetch chunk that is not a multiple of 16 is refused. Exit 77 without a
+# GPU or on one before sm_90 (stream_probe's own).
 #
 #   stream_probe_smoke.sh STREAM_PROBE
 set -uo pipefail
@@ -17,7 +17,7 @@ rows=$(printf '%s\n' "$out" | awk '$1 ~ /^(full|registers|bulk)$/ && $2 + 0 > 0 
 for extra in "" --prefetch-priority; do
   side=$("$probe" --sizes 1 --side 0,2 $extra 2>&1) || { echo "stream_probe --side $extra: $side"; exit 1; }
   hot=$(printf '%s\n' "$side" | grep -c '^read, L2 hot .* us .* GB/s$')
-  spins=$(printf '%s\n' "$side" | awk '$1 == "spin" && /link/ && /side prefetch/ && /in line/' | wc -l)
+  spins=$(printf '%s\n' "$side" | awk '$1 == "spin" && /link/ && /side prefetch/ && /in line/ && !/nan/' | wc -l)
   [ "$hot" -eq 1 ] && [ "$spins" -eq 2 ] ||
     { echo "stream_probe --side $extra: $hot L2 rows of 1, $spins spin rows of 2: $side"; exit 1; }
 done
