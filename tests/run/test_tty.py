@@ -64,8 +64,13 @@ check("the reply stops", read_until(b"stop: interrupted", start=mark))
 stats = screen.find(b"stop: interrupted", mark)
 check("the prompt returns", read_until(b"> ", start=stats))
 os.write(fd, b"/exit\r")
+read_until(b"\0", timeout=20.0)            # what it writes on the way out, up to EOF
 _, status = os.waitpid(pid, 0)
 check("/exit exits 0", os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0)
+if os.WIFEXITED(status) and os.WEXITSTATUS(status) != 0:
+    print(f"exit status {os.WEXITSTATUS(status)}", file=sys.stderr)
+elif os.WIFSIGNALED(status):
+    print(f"killed by signal {os.WTERMSIG(status)}", file=sys.stderr)
 if failed:
     print("terminal:", screen.decode(errors="replace")[-3000:], file=sys.stderr)
 print(f"{passed} passed, {failed} failed")
