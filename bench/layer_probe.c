@@ -10,7 +10,7 @@
  *   layer_probe [--warps 8,16] [--stages N,N,...] [--attention-us US,US,...]
  *               [--layers N] [--no-barriers] [--no-compute] [--no-stream]
  * [--trace] [--cluster]
- *               [--math 0,1] [--late-sums 0,1] [--wait-one]
+ *               [--math 0,1] [--late-sums 0,1] [--wait-one] [--multicast]
  *
  * First a check: one launch of two layers, each product's outputs against
  * a plain f32 dequantize-and-multiply of the tile layout's values (exit 1
@@ -32,6 +32,9 @@
  * --late-sums 1 has the warps add each tile's sums into the block's with
  * shared atomics and meet once a product (0: once a tile, as the GEMV's
  * block does);
+ * --multicast (with --cluster) sends x to the streamers by one multicast
+ * bulk copy from global memory, where it is staged once, instead of the
+ * control's copy into each;
  * --wait-one has one lane a warp wait for a slot (the others follow it);
  * --no-stream copies no weights (each slot is taken as it is: the
  * consumers' own rate; timing only);
@@ -76,7 +79,7 @@ static int usage(void)
     fprintf(stderr, "usage: layer_probe [--warps 8,16] [--stages N,...] [--attention-us "
                     "US,...] "
                     "[--layers N] [--no-barriers] [--no-compute] [--no-stream] [--trace] "
-                    "[--cluster] [--math 0,1] [--late-sums 0,1] [--wait-one]\n");
+                    "[--cluster] [--math 0,1] [--late-sums 0,1] [--wait-one] [--multicast]\n");
     return 2;
 }
 
@@ -85,7 +88,8 @@ int main(int argc, char **argv)
     double warps[MAX_LIST] = {8}, stages[MAX_LIST] = {10}, attention[MAX_LIST] = {0};
     double maths[MAX_LIST] = {0}, lates[MAX_LIST] = {0};
     int n_warps = 1, n_stages = 1, n_attention = 1, n_maths = 1, n_lates = 1, layers = 36,
-        barriers = 1, trace = 0, no_compute = 0, cluster = 0, no_stream = 0, wait_one = 0;
+        barriers = 1, trace = 0, no_compute = 0, cluster = 0, no_stream = 0, wait_one = 0,
+        multicast = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--warps") == 0 && i + 1 < argc)
             n_warps = parse_list(argv[++i], warps);
@@ -101,6 +105,8 @@ int main(int argc, char **argv)
             layers = atoi(argv[++i]);
         else if (strcmp(argv[i], "--no-barriers") == 0)
             barriers = 0;
+        else if (strcmp(argv[i], "--multicast") == 0)
+            multicast = 1;
         else if (strcmp(argv[i], "--wait-one") == 0)
             wait_one = 1;
         else if (strcmp(argv[i], "--no-stream") == 0)
@@ -163,6 +169,7 @@ int main(int argc, char **argv)
                                         .math = (int)maths[k / n_lates % n_maths],
                                         .late_sums = (int)lates[k % n_lates],
                                         .wait_one = wait_one,
+                                        .multicast = multicast,
                                         .cluster = cluster,
                                         .trace_layer = -1};
         double worst = 0.0;
@@ -191,19 +198,20 @@ int main(int argc, char **argv)
                                         .no_compute = no_compute,
                                         .no_stream = no_stream,
                                         .wait_one = wait_one,
+                                        .multicast = multicast,
                                         .trace_layer = -1};
         double best = 0.0, median = 0.0;
         if (layer_probe_time(s, &cfg, REPS, &best, &median))
             goto done;
         const double per = best / layers;
-        printf("%s math %d late %d warps %2d stages %2d attention %4.1f us barriers %d%s%s%s: "
+        printf("%s math %d late %d warps %2d stages %2d attention %4.1f us barriers %d%s%s%s%s: "
                "%6.2f us a layer (median %6.2f), %6.1f GB/s, %5.1f %% of copy; less the "
                "attention %5.1f %%\n",
                cluster ? "cluster" : "flat", cfg.math, cfg.late_sums, cfg.warps, cfg.stages,
                cfg.attention_us, barriers, no_compute ? " no compute" : "",
-               no_stream ? " no stream" : "", wait_one ? " wait one" : "", per, median / layers,
-               bytes / per / 1e3, 100.0 * floor_us / per,
-               100.0 * floor_us / (per - cfg.attention_us));
+               no_stream ? " no stream" : "", wait_one ? " wait one" : "",
+               multicast ? " multicast" : "", per, median / layers, bytes / per / 1e3,
+               100.0 * floor_us / per, 100.0 * floor_us / (per - cfg.attention_us));
         if (trace && layer_probe_print_trace(s, &cfg))
             goto done;
     }

@@ -1,30 +1,31 @@
-// layer_probe's kernel: a decode layer's four AWQ products (q/k/v, o,
+// layer_probe's kernels: a decode layer's four AWQ products (q/k/v, o,
 // gate/up, down at Qwen3-8B's shapes, group 128) as ONE persistent kernel,
-// the shape bench/notes/quant.md names as the one left that could take the
+// the shape bench/notes/quant.md named as the one left that could take the
 // per-kernel chains (PDL wait, x's L2 round trip, the k-tiles, the reduction:
-// ~2-3 us each, six kernels a layer) off the weight stream.
+// ~2-3 us each, six kernels a layer) off the weight stream. What it found
+// (bench/notes/quant.md, 2026-11-27 third): no variant beats the chain.
 //
-// Launch: cooperative, one block an SM (its ~200 KB of shared memory
-// guarantees that), WARPS consumer warps + 1 producer warp.
+// The flat kernel (lp_layer_kernel). Launch: cooperative, one block an SM
+// (its ~200 KB of shared memory sees to that), WARPS consumer warps + 1
+// producer warp.
 //  - The producer (one thread) streams the block's weights, product after
 //    product and layer after layer, into a ring of `stages` slots by
 //    cp.async.bulk, each slot one 16 KB chunk of an n-tile's qweight (32
 //    units, 128 k-tiles) with its 16 groups' scales and zeros, completing on
 //    the slot's `full` mbarrier. It waits only for a slot to be released,
 //    never for a grid barrier: the stream runs on through the barriers, the
-//    x round trips and the attention, as deep as the ring.
-//  - The consumers take the block's n-tiles of each product (tile b, b +
-//    grid, ...): per product, a grid barrier (the previous product's outputs
-//    are complete: the real kernel's dependency), x staged into shared memory
-//    from global (qmma_stage_x, as the GEMV does), then per chunk: a warp's
-//    UW units and its groups' entries out of the slot into registers, the slot
-//    released (its `empty` mbarrier), the k-tiles (qmma_batch, the GEMV's own
-//    arithmetic); per tile the warps' sums meet in shared memory and 16
-//    threads write the outputs.
-// Tiles: whole n-tiles a block (384, 256, 1536 and 256 of them: the block
-// with most reads 0.7 % above the mean). Bound, if the shape works, by the
-// weight bytes; what it measures is how much of a layer's ~17 us of chains
-// over its ~34 us of bytes (H100) the ring hides.
+//    x round trips and the attention's stand-in, as deep as the ring.
+//  - The consumers take the block's range of whole n-tiles of each product
+//    (the block with most reads 0.7 % above the mean): per product, a grid
+//    barrier (the previous product's outputs are complete: the real
+//    kernel's dependency), x staged into shared memory from global
+//    (qmma_stage_x, as the GEMV does), then per slot: a warp's UW units and
+//    its groups' entries out of the slot, the slot released (its `empty`
+//    mbarrier), the k-tiles (the GEMV's qmma_batch, or lp_spans); per tile
+//    the warps' sums meet in shared memory and 16 threads write the outputs.
+// The cluster kernel (lp_cluster_kernel): see its section below.
+// Bound, if the shape works, by the weight bytes; it measures how much of a
+// layer's ~17 us of chains over its ~34 us of bytes (H100) a ring hides.
 #include "layer_probe.h"
 
 #include "../plugins/ops_common/cuda_qmma.cuh"
@@ -60,13 +61,14 @@ struct lp_product {
     const uint8_t *z;
     size_t q_stride, s_stride, z_stride; // elements a layer
     const __half *x;
+    const unsigned char *xst; // x staged as the consumers read it, then its spans' sums
     __half *y;
     int tiles, units, groups;
 };
 
 struct lp_params {
     lp_product p[LP_PRODUCTS];
-    int layers, weight_layers, stages, barriers, compute, stream, math, late, wait_one;
+    int layers, weight_layers, stages, barriers, compute, stream, math, late, wait_one, multicast;
     long long attention_ns;
     unsigned *barrier; // grid barrier's counter, 0 at launch
     long long *trace;  // NULL, or [blocks][LP_PRODUCTS][LP_TRACE] for layer trace_layer
@@ -99,7 +101,7 @@ struct layer_probe_setup {
     int weight_layers;
     unsigned *barrier;
     long long *trace; // [SMs][LP_PRODUCTS][LP_TRACE]
-    void *buffers[LP_PRODUCTS * 5];
+    void *buffers[LP_PRODUCTS * 6];
 };
 
 // Qwen3-8B: q/k/v 4,096 -> 6,144, o 4,096 -> 4,096, gate/up 4,096 -> 2 x
@@ -353,9 +355,10 @@ __device__ __forceinline__ void lp_spans(const uint4 (&raw)[UW], int u, const ui
     }
 }
 
-// A consumer warp's share of ring item i (chunk c of its tile): its UW units
-// and its groups' entries out of the slot, the slot released, then the
-// k-tiles into st (the GEMV's qmma_batch).
+// A consumer warp's share of the ring's next slot (chunk c of its tile), r
+// stepped past it: its UW units and its groups' entries out of the slot, the
+// slot released, then the k-tiles into st (math 0: the GEMV's qmma_batch, 1-3:
+// lp_spans). With tr, warp 0's cycles waiting, taking and computing go to cyc.
 template <int WARPS>
 __device__ __forceinline__ void lp_consume(const lp_params &p, const lp_smem &m, lp_ring &r, int c,
                                            qmma_lane &st, long long *tr, long long (&cyc)[3])
@@ -399,7 +402,9 @@ __device__ __forceinline__ void lp_consume(const lp_params &p, const lp_smem &m,
             cyc[1] += c1 - c0;
             c0 = c1;
         }
-        if (p.math == 2)
+        if (!p.compute) // timing only: the slot's words, not the k-tiles
+            st.tot[0] += (float)(raw[0].x ^ raw[UW - 1].w ^ pairs[0] ^ zbs[0]);
+        else if (p.math == 2)
             lp_spans<UW, 2>(raw, u, m.xs, m.xsum, pairs, zbs, t, st);
         else if (p.math == 3)
             lp_spans<UW, 3>(raw, u, m.xs, m.xsum, pairs, zbs, t, st);
@@ -458,8 +463,7 @@ __device__ __forceinline__ void lp_add_late(float *row, const qmma_lane &st, int
     }
 }
 
-// ---- the flat kernel: every block streams and computes
-// ------------------------------
+// ---- the flat kernel: every block streams and computes -----------------------------
 
 template <int WARPS>
 __global__ void __launch_bounds__(32 * (WARPS + 1), 1) lp_layer_kernel(lp_params p)
@@ -555,8 +559,7 @@ __global__ void __launch_bounds__(32 * (WARPS + 1), 1) lp_layer_kernel(lp_params
     }
 }
 
-// ---- the cluster kernel: a control block and LP_STREAMERS streamers
-// ---------------
+// ---- the cluster kernel: a control block and LP_STREAMERS streamers ---------------
 //
 // Launch: clusters of LP_CLUSTER blocks, one block an SM. Rank 0 (control)
 // streams nothing: it is the only block that touches global memory on a
@@ -568,9 +571,12 @@ __global__ void __launch_bounds__(32 * (WARPS + 1), 1) lp_layer_kernel(lp_params
 // streamers' red.shared::cluster), meets the other controls at a grid
 // barrier, stages the next product's x and bulk-copies it (with its spans'
 // sums) into each streamer's shared memory, completing on the streamer's
-// `x_ready`. Streamers (ranks 1..) stream their ring without pause; per
-// product they wait for x_ready, take their items, and add each warp's sums
-// of each item into the control's `sums`.
+// `x_ready` (with `multicast`: one multicast bulk copy of x staged once in
+// global memory). Streamers (ranks 1..) stream their ring without pause; per
+// product they wait for x_ready, take their items, meet their warps' sums of
+// each tile (or share of one) and add them into the control's `sums` (one
+// remote add a row: adds from every warp were served one at a time, 123-173
+// us a layer).
 
 __device__ __forceinline__ uint32_t lp_map(const void *local, unsigned rank)
 {
@@ -613,6 +619,18 @@ __device__ __forceinline__ void lp_red_cluster(uint32_t at, float v)
                  : "memory");
 }
 
+// bytes from global memory into the same offset of every streamer's shared
+// memory (ranks 1.. of the cluster), each completing on its own copy of bar.
+__device__ __forceinline__ void lp_multicast(void *dst, const void *src, uint32_t bytes,
+                                             uint64_t *bar)
+{
+    const uint16_t streamers = (uint16_t)(((1u << LP_CLUSTER) - 1) & ~1u);
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes."
+                 "multicast::cluster [%0], [%1], %2, [%3], %4;" ::"r"(orin_cu_smem_addr(dst)),
+                 "l"(src), "r"(bytes), "r"(orin_cu_smem_addr(bar)), "h"(streamers)
+                 : "memory");
+}
+
 template <int WARPS> __device__ void lp_control(const lp_params &p, const lp_smem &m)
 {
     const int nc = gridDim.x / LP_CLUSTER, c = blockIdx.x / LP_CLUSTER;
@@ -632,6 +650,14 @@ template <int WARPS> __device__ void lp_control(const lp_params &p, const lp_sme
     // x of product P staged here and copied into every streamer
     auto send_x = [&](const lp_product &P) {
         const int k = P.units * 64;
+        if (p.multicast) { // x staged in global memory, one copy into every streamer
+            if (threadIdx.x == 0) {
+                asm volatile("fence.acq_rel.cluster;" ::: "memory");
+                lp_multicast(m.xs, P.xst, k * 2, m.x_ready);
+                lp_multicast(m.xsum, P.xst + k * 2, k / 128 * 4, m.x_ready);
+            }
+            return;
+        }
         const qmma_staging<__half, FMT_AWQ4, LP_SPAN> staging = {(uint2 *)m.xs, m.xsum};
         qmma_stage_x(staging, (const uint4 *)P.x, k, threads);
         __syncthreads();
@@ -832,6 +858,14 @@ __global__ void lp_fill_kernel(uint32_t *dst, size_t words, uint64_t seed, int k
     }
 }
 
+// x [k] staged once, in global memory, as a block stages it in shared memory
+// (the multicast's source). Launch: one block of 256 threads.
+__global__ void lp_stage_kernel(const uint4 *x, unsigned char *xst, int k)
+{
+    const qmma_staging<__half, FMT_AWQ4, LP_SPAN> staging = {(uint2 *)xst, (float *)(xst + k * 2)};
+    qmma_stage_x(staging, x, k, blockDim.x);
+}
+
 static int lp_check(cudaError_t e, const char *what)
 {
     if (e == cudaSuccess)
@@ -879,7 +913,14 @@ extern "C" layer_probe_setup *layer_probe_create(int weight_layers)
         P.z = (const uint8_t *)s->buffers[b + 2];
         P.x = (const __half *)s->buffers[b + 3];
         P.y = (__half *)s->buffers[b + 4];
-        b += 5;
+        ok = ok &&
+             !lp_check(cudaMalloc(&s->buffers[b + 5], (size_t)k * 2 + k / 128 * 4), "staged x");
+        if (ok) {
+            lp_stage_kernel<<<1, 256>>>((const uint4 *)P.x, (unsigned char *)s->buffers[b + 5], k);
+            ok = !lp_check(cudaGetLastError(), "staging x");
+        }
+        P.xst = (const unsigned char *)s->buffers[b + 5];
+        b += 6;
     }
     if (ok)
         ok = !lp_check(cudaDeviceSynchronize(), "setup");
@@ -894,7 +935,7 @@ extern "C" void layer_probe_destroy(layer_probe_setup *s)
 {
     if (!s)
         return;
-    for (int b = 0; b < LP_PRODUCTS * 5; b++)
+    for (int b = 0; b < LP_PRODUCTS * 6; b++)
         cudaFree(s->buffers[b]);
     cudaFree(s->barrier);
     cudaFree(s->trace);
@@ -924,6 +965,7 @@ template <int WARPS> static int lp_launch(layer_probe_setup *s, const layer_prob
     p.math = cfg->math;
     p.late = cfg->late_sums;
     p.wait_one = cfg->wait_one;
+    p.multicast = cfg->multicast;
     p.attention_ns = (long long)(cfg->attention_us * 1000.0);
     p.barrier = s->barrier;
     p.trace = cfg->trace_layer >= 0 && cfg->trace_layer < cfg->layers ? s->trace : NULL;

@@ -23,6 +23,8 @@ typedef struct layer_probe_config {
     int late_sums;       /* 1: warps add their tile sums into the block's with shared
                           * atomics and meet once a product, not once a tile */
     int wait_one;        /* 1: one lane a warp waits for a slot, the warp follows */
+    int multicast;       /* cluster kernel: x into the streamers by one multicast bulk
+                          * copy from global memory (staged there once) */
     int cluster;         /* 1: the cluster kernel (a control block and 7 streamers) */
     int no_compute;      /* 1: the consumers skip the k-tiles (timing only) */
     int no_stream;       /* 1: the producer copies nothing, a slot is full at once
