@@ -829,8 +829,7 @@ static size_t lp_trace_bytes(int sms)
     return (size_t)sms * LP_PRODUCTS * LP_TRACE * sizeof(long long);
 }
 
-// ---- setup: random weights in the tile layout
-// ----------------------------------------
+// ---- setup: random weights in the tile layout ------------------------------------
 
 __device__ __forceinline__ uint32_t lp_hash(uint64_t i)
 {
@@ -1065,8 +1064,7 @@ done:
     return rc;
 }
 
-// ---- the check: a plain f32 dequantize-and-multiply from the tile layout
-// ----------
+// ---- the check: a plain f32 dequantize-and-multiply from the tile layout ----------
 
 // Launch: a thread an output row, 128 threads. Value (row, k) of the tiles
 // found from the layout's definition (cuda_qmma.cuh), not from its fragments.
@@ -1126,8 +1124,7 @@ extern "C" int layer_probe_check(layer_probe_setup *s, const layer_probe_config 
     return 0;
 }
 
-// ---- the trace
-// ---------------------------------------------------------------------
+// ---- the trace ---------------------------------------------------------------------
 
 extern "C" int layer_probe_print_trace(layer_probe_setup *s, const layer_probe_config *cfg)
 {
