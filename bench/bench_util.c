@@ -86,6 +86,32 @@ size_t bench_free_bytes(bench *b)
     return fr;
 }
 
+int bench_probe_open(const char *prog, char *name, size_t cap, double *copy_gbs)
+{
+    int count = 0;
+    struct cudaDeviceProp prop;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0 ||
+        cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
+        fprintf(stderr, "%s: no CUDA device\n", prog);
+        return 77;
+    }
+    if (prop.major < 9) {
+        fprintf(stderr, "%s: %s is sm_%d%d; the bulk copy needs sm_90\n", prog, prop.name,
+                prop.major, prop.minor);
+        return 77;
+    }
+    snprintf(name, cap, "%s", prop.name);
+    orin_error_clear();
+    orin_device *dev = orin_device_open("cuda");
+    *copy_gbs = dev ? orin_device_copy_gbs(dev, ORIN_COPY_PROBE_BYTES) : 0.0;
+    orin_device_close(dev);
+    if (*copy_gbs <= 0.0) { /* the open or the copy's allocation said why */
+        fprintf(stderr, "%s: no copy bandwidth measured: %s\n", prog, orin_error());
+        return 2;
+    }
+    return 0;
+}
+
 int bench_open(bench *b, const char *prog, const char *plugin_dir)
 {
     *b = (bench){.json = b->json, .runs = b->runs}; /* the caller's options stay */

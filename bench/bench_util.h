@@ -71,6 +71,13 @@ int bench_time_eager(bench *b, bench_calls *t, int runs, double *seconds);
  * seconds per call. */
 int bench_time_graph(bench *b, bench_calls *t, double *seconds);
 
+/* For the probes that load no plugins (stream_probe, layer_probe): device 0's
+ * name in name[0..cap) and the copy bandwidth (orin_device_copy_gbs, as every
+ * floor in bench/ is measured). Returns 0; 77 without a GPU or on one before
+ * sm_90 (the bulk copies they time); 2 where the bandwidth cannot be
+ * measured. Each failure is said on stderr, `prog` first. */
+int bench_probe_open(const char *prog, char *name, size_t cap, double *copy_gbs);
+
 /* The device and its copy bandwidth: a JSON line (--json), else a line ending
  * in `what`. */
 void bench_print_copy(const bench *b, const char *what);

@@ -44,6 +44,7 @@
  * Needs sm_90 (the bulk copy); exits 77 without it. */
 #define _POSIX_C_SOURCE 200809L /* strtok_r */
 #include "layer_probe.h"
+#include "bench_util.h"
 
 #include "orin/device.h"
 #include "orin/error.h"
@@ -131,32 +132,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "layer_probe: --layers must be 1-1000\n");
         return 2;
     }
-    int count = 0;
-    struct cudaDeviceProp prop;
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0 ||
-        cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
-        fprintf(stderr, "layer_probe: no CUDA device\n");
-        return 77;
-    }
-    if (prop.major < 9) {
-        fprintf(stderr, "layer_probe: %s is sm_%d%d; the bulk copy needs sm_90\n", prop.name,
-                prop.major, prop.minor);
-        return 77;
-    }
-    orin_error_clear();
-    orin_device *dev = orin_device_open("cuda");
-    const double copy = dev ? orin_device_copy_gbs(dev, ORIN_COPY_PROBE_BYTES) : 0.0;
-    orin_device_close(dev);
-    if (copy <= 0.0) {
-        fprintf(stderr, "layer_probe: no copy bandwidth measured: %s\n", orin_error());
-        return 2;
-    }
+    char name[256];
+    double copy = 0.0;
+    const int opened = bench_probe_open("layer_probe", name, sizeof name, &copy);
+    if (opened)
+        return opened;
     layer_probe_setup *s = layer_probe_create(WEIGHT_LAYERS);
     if (!s)
         return 2;
     const double bytes = layer_probe_layer_bytes(s), floor_us = bytes / copy / 1e3;
-    printf("device %s, copy %.1f GB/s; a layer %.2f MB of AWQ weights, floor %.2f us\n", prop.name,
-           copy, bytes / 1e6, floor_us);
+    printf("device %s, copy %.1f GB/s; a layer %.2f MB of AWQ weights, floor %.2f us\n", name, copy,
+           bytes / 1e6, floor_us);
     int rc = 1;
     /* the checks: every code path a sweep takes (warps, k-tile code, sums) */
     const int n_paths = n_warps * n_maths * n_lates;

@@ -463,6 +463,29 @@ __device__ __forceinline__ void lp_add_late(float *row, const qmma_lane &st, int
     }
 }
 
+// The consumer warps' sums of a tile meet: the lanes that hold them (t == 0)
+// put them in one of two alternating rows of red (so that the next tile's
+// puts need no second barrier), the warps meet, and thread r < 16 gets row
+// r's total (the others 0).
+template <int WARPS>
+__device__ __forceinline__ float lp_meet_tile(const lp_smem &m, int &tiles_done,
+                                              const qmma_lane &st)
+{
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2;
+    float *r = m.red + (tiles_done++ & 1) * WARPS * 16;
+    if ((lane & 3) == 0) {
+        r[warp * 16 + g] = st.tot[0];
+        r[warp * 16 + g + 8] = st.tot[1];
+    }
+    lp_consumers_sync<WARPS>();
+    float sum = 0.0f;
+    if (threadIdx.x < 16)
+#pragma unroll
+        for (int w = 0; w < WARPS; w++)
+            sum += r[w * 16 + threadIdx.x];
+    return sum;
+}
+
 // ---- the flat kernel: every block streams and computes -----------------------------
 
 template <int WARPS>
@@ -529,19 +552,9 @@ __global__ void __launch_bounds__(32 * (WARPS + 1), 1) lp_layer_kernel(lp_params
                     lp_add_late(m.late + (j0 - i0) / chunks * 16, st, g, t);
                     continue;
                 }
-                float *r = m.red + (tiles_done++ & 1) * WARPS * 16;
-                if (t == 0) {
-                    r[warp * 16 + g] = st.tot[0];
-                    r[warp * 16 + g + 8] = st.tot[1];
-                }
-                lp_consumers_sync<WARPS>();
-                if (threadIdx.x < 16) {
-                    float sum = 0.0f;
-#pragma unroll
-                    for (int w = 0; w < WARPS; w++)
-                        sum += r[w * 16 + threadIdx.x];
+                const float sum = lp_meet_tile<WARPS>(m, tiles_done, st);
+                if (threadIdx.x < 16)
                     P.y[16 * (j0 / chunks) + threadIdx.x] = __float2half(sum);
-                }
             }
             if (p.late) {
                 lp_consumers_sync<WARPS>();
@@ -720,7 +733,7 @@ template <int WARPS> __device__ void lp_control(const lp_params &p, const lp_sme
 
 template <int WARPS> __device__ void lp_stream(const lp_params &p, const lp_smem &m)
 {
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const uint32_t sums = lp_map(m.sums, 0), done = lp_map(m.done, 0);
     lp_ring ring = {0, 0};
     int n = 0, tiles_done = 0;
@@ -753,20 +766,10 @@ template <int WARPS> __device__ void lp_stream(const lp_params &p, const lp_smem
                 }
                 // the tile's (or its share's) sums: the warps' met here, then
                 // 16 adds into the control's
-                float *r = m.red + (tiles_done++ & 1) * WARPS * 16;
-                if (t == 0) {
-                    r[warp * 16 + g] = st.tot[0];
-                    r[warp * 16 + g + 8] = st.tot[1];
-                }
+                const float sum = lp_meet_tile<WARPS>(m, tiles_done, st);
                 st = qmma_lane{};
-                lp_consumers_sync<WARPS>();
-                if (threadIdx.x < 16) {
-                    float sum = 0.0f;
-#pragma unroll
-                    for (int w = 0; w < WARPS; w++)
-                        sum += r[w * 16 + threadIdx.x];
+                if (threadIdx.x < 16)
                     lp_red_cluster(sums + ((item / chunks - t0) * 16 + threadIdx.x) * 4, sum);
-                }
             }
             if (p.late && i1 > i0) {
                 lp_consumers_sync<WARPS>();

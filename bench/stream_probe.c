@@ -33,6 +33,7 @@
  * Needs sm_90 (the bulk copy). */
 #define _POSIX_C_SOURCE 200809L /* strtok_r */
 #include "stream_probe.h"
+#include "bench_util.h"
 
 #include "orin/device.h"
 #include "orin/error.h"
@@ -232,26 +233,11 @@ int main(int argc, char **argv)
                         "0, 1, 2 or a multiple of 16\n");
         return 2;
     }
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-        fprintf(stderr, "stream_probe: no CUDA device\n");
-        return 77;
-    }
-    struct cudaDeviceProp prop;
-    cudaGetDeviceProperties(&prop, 0);
-    if (prop.major < 9) {
-        fprintf(stderr, "stream_probe: %s is sm_%d%d; the bulk copy needs sm_90\n", prop.name,
-                prop.major, prop.minor);
-        return 77;
-    }
-    orin_error_clear();
-    orin_device *dev = orin_device_open("cuda");
-    const double copy = dev ? orin_device_copy_gbs(dev, ORIN_COPY_PROBE_BYTES) : 0.0;
-    orin_device_close(dev);
-    if (copy <= 0.0) { /* the open or the copy's allocation said why */
-        fprintf(stderr, "stream_probe: no copy bandwidth measured: %s\n", orin_error());
-        return 2;
-    }
+    char name[256];
+    double copy = 0.0;
+    const int opened = bench_probe_open("stream_probe", name, sizeof name, &copy);
+    if (opened)
+        return opened;
     void *buf = NULL;
     uint32_t *out = NULL;
     cudaStream_t s = NULL, side = NULL;
@@ -268,7 +254,7 @@ int main(int argc, char **argv)
         check(cudaEventCreateWithFlags(&join, cudaEventDisableTiming), "join event") ||
         check(cudaMemset(buf, 0x5A, BUFFER_BYTES), "buffer's fill"))
         goto done;
-    printf("device %s, copy %.1f GB/s (read + written), chains of %d, pdl %d\n", prop.name, copy,
+    printf("device %s, copy %.1f GB/s (read + written), chains of %d, pdl %d\n", name, copy,
            CHAIN, pdl);
     const char *names[] = {"full", "registers", "bulk"};
     const size_t slab = probe_slab_bytes();

@@ -33,4 +33,4 @@ free=$("$probe" --stages 4 --layers 2 --no-barriers 2>&1) &&
   { echo "layer_probe --no-barriers: $free"; exit 1; }
 "$probe" --stages 16 --layers 1 >/dev/null 2>&1 && { echo "a 16-slot ring was not refused"; exit 1; }
 "$probe" --warps 12 >/dev/null 2>&1 && { echo "12 warps were not refused"; exit 1; }
-printf '%s\n' "$out" | head -1
+printf '%s\n' "${out%%$'\n'*}" # the first line (head -1 would end printf by SIGPIPE under pipefail)
