@@ -41,6 +41,15 @@
 #include <stdlib.h>
 #include <vector>
 
+// The probe's kernels need sm_90 (bulk copies, mbarrier transaction counts,
+// clusters): below it their bodies compile to nothing, and the host never
+// launches them there (layer_probe exits 77 first).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define LP_SM90 0
+#else
+#define LP_SM90 1
+#endif
+
 #define LP_PRODUCTS 4
 #define LP_CHUNK_UNITS 32 // units a slot (4 k-tiles a unit: 128 k-tiles)
 #define LP_CHUNK_BYTES (LP_CHUNK_UNITS * 512)
@@ -218,6 +227,7 @@ struct lp_ring {
 __device__ void lp_produce(const lp_params &p, bool cluster, unsigned char *slots, uint64_t *full,
                            uint64_t *empty)
 {
+#if LP_SM90
     lp_ring r = {0, 0};
     for (int l = 0; l < p.layers; l++) {
         const int wl = l % p.weight_layers;
@@ -264,6 +274,7 @@ __device__ void lp_produce(const lp_params &p, bool cluster, unsigned char *slot
                 tr[LP_T_FULL] = full_waits;
         }
     }
+#endif
 }
 
 // A block's shared memory: the ring's mbarriers, the ring, x staged (and its
@@ -491,6 +502,7 @@ __device__ __forceinline__ float lp_meet_tile(const lp_smem &m, int &tiles_done,
 template <int WARPS>
 __global__ void __launch_bounds__(32 * (WARPS + 1), 1) lp_layer_kernel(lp_params p)
 {
+#if LP_SM90
     extern __shared__ __align__(128) unsigned char smem[];
     const lp_smem m = lp_carve(smem, WARPS, p.stages);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
@@ -570,6 +582,7 @@ __global__ void __launch_bounds__(32 * (WARPS + 1), 1) lp_layer_kernel(lp_params
             }
         }
     }
+#endif
 }
 
 // ---- the cluster kernel: a control block and LP_STREAMERS streamers ---------------
@@ -799,6 +812,7 @@ template <int WARPS> __device__ void lp_stream(const lp_params &p, const lp_smem
 template <int WARPS>
 __global__ void __launch_bounds__(32 * (WARPS + 1), 1) lp_cluster_kernel(lp_params p)
 {
+#if LP_SM90
     extern __shared__ __align__(128) unsigned char smem[];
     const lp_smem m = lp_carve(smem, WARPS, p.stages);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -825,6 +839,7 @@ __global__ void __launch_bounds__(32 * (WARPS + 1), 1) lp_cluster_kernel(lp_para
         lp_stream<WARPS>(p, m);
     __syncwarp();
     lp_cluster_sync(); // no block leaves while a peer may still reach its memory
+#endif
 }
 
 static size_t lp_trace_bytes(int sms)
