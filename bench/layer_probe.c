@@ -7,10 +7,13 @@
  * layout, `--layers` layers a launch over `WEIGHT_LAYERS` distinct layers of
  * weights (more than L2 holds), timed between CUDA events.
  *
- *   layer_probe [--warps 8,16] [--stages N,N,...] [--attention-us US,US,...]
- *               [--layers N] [--no-barriers] [--no-compute] [--no-stream]
- * [--trace] [--cluster]
- *               [--math 0,1] [--late-sums 0,1] [--wait-one] [--multicast]
+ *   layer_probe [--warps 8,16] [--stages N,...] [--attention-us US,...]
+ *               [--layers N] [--math 0-3,...] [--late-sums 0,1]
+ *               [--cluster [--multicast]]
+ *               [--no-barriers] [--no-compute] [--no-stream] [--wait-one] [--trace]
+ *
+ * What it found (bench/notes/quant.md, 2026-11-27 third): no variant beats
+ * the chain of kernels; the figures there come from this program.
  *
  * First a check: one launch of two layers, each product's outputs against
  * a plain f32 dequantize-and-multiply of the tile layout's values (exit 1
@@ -77,10 +80,11 @@ static int parse_list(const char *arg, double *out)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: layer_probe [--warps 8,16] [--stages N,...] [--attention-us "
-                    "US,...] "
-                    "[--layers N] [--no-barriers] [--no-compute] [--no-stream] [--trace] "
-                    "[--cluster] [--math 0,1] [--late-sums 0,1] [--wait-one] [--multicast]\n");
+    fprintf(stderr, "usage: layer_probe [--warps 8,16] [--stages N,...] [--attention-us US,...]\n"
+                    "                   [--layers N] [--math 0-3,...] [--late-sums 0,1] "
+                    "[--cluster [--multicast]]\n"
+                    "                   [--no-barriers] [--no-compute] [--no-stream] "
+                    "[--wait-one] [--trace]\n");
     return 2;
 }
 
@@ -128,6 +132,10 @@ int main(int argc, char **argv)
             fprintf(stderr, "layer_probe: --math takes 0-3\n");
             return 2;
         }
+    if (multicast && !cluster) {
+        fprintf(stderr, "layer_probe: --multicast is the cluster kernel's (--cluster)\n");
+        return 2;
+    }
     if (layers < 1 || layers > 1000) {
         fprintf(stderr, "layer_probe: --layers must be 1-1000\n");
         return 2;
