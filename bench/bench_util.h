@@ -1,7 +1,8 @@
-/* What the GPU benchmark programs share (attention_bench, matmul_bench): the
- * device and registry, random inputs, the copy bandwidth, and the timing of
- * an op's calls, eagerly between the device's marks and as a CUDA graph
- * replay. */
+/* What the GPU benchmark programs share (attention_bench, matmul_bench,
+ * vision_bench): the device and registry, random inputs, the copy bandwidth,
+ * and the timing of an op's calls, eagerly between the device's marks and as
+ * a CUDA graph replay; and for the probes that load no plugins (stream_probe,
+ * layer_probe), the device check and the copy bandwidth alone. */
 #ifndef ORIN_BENCH_UTIL_H
 #define ORIN_BENCH_UTIL_H
 

@@ -49,9 +49,6 @@
 #include "layer_probe.h"
 #include "bench_util.h"
 
-#include "orin/device.h"
-#include "orin/error.h"
-
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>

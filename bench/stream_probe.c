@@ -35,9 +35,6 @@
 #include "stream_probe.h"
 #include "bench_util.h"
 
-#include "orin/device.h"
-#include "orin/error.h"
-
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdio.h>
