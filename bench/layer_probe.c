@@ -11,6 +11,7 @@
  *               [--layers N] [--math 0-3,...] [--late-sums 0,1]
  *               [--cluster [--multicast]]
  *               [--no-barriers] [--no-compute] [--no-stream] [--wait-one] [--trace]
+ *   layer_probe --reduce
  *
  * What it found (bench/notes/quant.md, 2026-11-27 third): no variant beats
  * the chain of kernels; the figures there come from this program.
@@ -38,6 +39,10 @@
  * --multicast (with --cluster) sends x to the streamers by one multicast
  * bulk copy from global memory, where it is staged once, instead of the
  * control's copy into each;
+ * --reduce, instead of the layer: what adding partial vectors into one costs,
+ * as a product split over its inputs would (4,096 floats from 132, 264 and
+ * 768 blocks: red a float, red.v4, and plain stores of the same bytes), with
+ * the adds' result checked;
  * --wait-one has one lane a warp wait for a slot (the others follow it);
  * --no-stream copies no weights (each slot is taken as it is: the
  * consumers' own rate; timing only);
@@ -50,6 +55,7 @@
 #include "bench_util.h"
 
 #include <cuda_runtime_api.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,13 +81,38 @@ static int parse_list(const char *arg, double *out)
     return n;
 }
 
+/* --reduce: a line a grid size, microseconds a launch of each way. Returns the
+ * exit status. */
+static int reduce_table(const char *device)
+{
+    const int grids[] = {132, 264, 768}, n = 4096, launches = 50;
+    printf("device %s; %d floats a block into one vector, us a launch (%d launches, no "
+           "PDL):\n",
+           device, n, launches);
+    for (int g = 0; g < 3; g++) {
+        double us[3], first[3];
+        for (int mode = 0; mode < 3; mode++)
+            if (layer_probe_reduce(mode, grids[g], n, launches, &us[mode], &first[mode]))
+                return 2;
+        /* element 0: launches x the sum over blocks of b 1e-3 */
+        const double want = launches * 1e-3 * (double)grids[g] * (grids[g] - 1) / 2.0;
+        const int ok = fabs(first[0] - want) <= 1e-3 * want && fabs(first[1] - want) <= 1e-3 * want;
+        printf("reduce %4d blocks: red %7.2f us, red.v4 %7.2f us, stores %7.2f us%s\n", grids[g],
+               us[0], us[1], us[2], ok ? "" : "  SUMS WRONG");
+        if (!ok)
+            return 1;
+    }
+    return 0;
+}
+
 static int usage(void)
 {
     fprintf(stderr, "usage: layer_probe [--warps 8,16] [--stages N,...] [--attention-us US,...]\n"
                     "                   [--layers N] [--math 0-3,...] [--late-sums 0,1] "
                     "[--cluster [--multicast]]\n"
                     "                   [--no-barriers] [--no-compute] [--no-stream] "
-                    "[--wait-one] [--trace]\n");
+                    "[--wait-one] [--trace]\n"
+                    "       layer_probe --reduce\n");
     return 2;
 }
 
@@ -91,7 +122,7 @@ int main(int argc, char **argv)
     double maths[MAX_LIST] = {0}, lates[MAX_LIST] = {0};
     int n_warps = 1, n_stages = 1, n_attention = 1, n_maths = 1, n_lates = 1, layers = 36,
         barriers = 1, trace = 0, no_compute = 0, cluster = 0, no_stream = 0, wait_one = 0,
-        multicast = 0;
+        multicast = 0, reduce = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--warps") == 0 && i + 1 < argc)
             n_warps = parse_list(argv[++i], warps);
@@ -107,6 +138,8 @@ int main(int argc, char **argv)
             layers = atoi(argv[++i]);
         else if (strcmp(argv[i], "--no-barriers") == 0)
             barriers = 0;
+        else if (strcmp(argv[i], "--reduce") == 0)
+            reduce = 1;
         else if (strcmp(argv[i], "--multicast") == 0)
             multicast = 1;
         else if (strcmp(argv[i], "--wait-one") == 0)
@@ -142,6 +175,8 @@ int main(int argc, char **argv)
     const int opened = bench_probe_open("layer_probe", name, sizeof name, &copy);
     if (opened)
         return opened;
+    if (reduce)
+        return reduce_table(name);
     layer_probe_setup *s = layer_probe_create(WEIGHT_LAYERS);
     if (!s)
         return 2;

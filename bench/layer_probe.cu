@@ -1207,3 +1207,73 @@ extern "C" int layer_probe_print_trace(layer_probe_setup *s, const layer_probe_c
     }
     return 0;
 }
+
+// ---- split-K's cost: partial vectors added into one ---------------------------------
+
+// Whether a product split over its inputs among the blocks that made them
+// (the fused MLP bench/notes/quant.md leaves for next: down's partials from
+// the gate/up tiles a block just computed) can add its partial sums into the
+// residual cheaply: each of gridDim.x blocks adds a vector of n floats into
+// one by red.global (MODE 0: a float a red, 1: four, `red.v4.f32`) or stores
+// it to a vector of its own (2: the same bytes, no adds). Launch: any grid,
+// 256 threads; n a multiple of 4.
+template <int MODE> __global__ void lp_reduce_kernel(float *out, int n)
+{
+    const float v = (float)blockIdx.x * 1e-3f;
+    for (int i = threadIdx.x * 4; i < n; i += blockDim.x * 4) {
+        if (MODE == 0) {
+            for (int e = 0; e < 4; e++)
+                atomicAdd(out + i + e, v + (float)e);
+        } else if (MODE == 1) {
+            asm volatile("red.relaxed.gpu.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(out + i),
+                         "f"(v), "f"(v + 1.0f), "f"(v + 2.0f), "f"(v + 3.0f)
+                         : "memory");
+        } else {
+            *(float4 *)(out + (size_t)blockIdx.x * n + i) = make_float4(v, v + 1, v + 2, v + 3);
+        }
+    }
+}
+
+extern "C" int layer_probe_reduce(int mode, int blocks, int n, int launches, double *us,
+                                  double *sum0)
+{
+    float *out = NULL;
+    cudaEvent_t a = NULL, b = NULL;
+    float ms = 0.0f;
+    int rc = -1;
+    const size_t floats = (size_t)n * (mode == 2 ? blocks : 1);
+    if (lp_check(cudaMalloc((void **)&out, floats * sizeof(float)), "reduce output") ||
+        lp_check(cudaMemset(out, 0, floats * sizeof(float)), "reduce zero") ||
+        lp_check(cudaEventCreate(&a), "event") || lp_check(cudaEventCreate(&b), "event"))
+        goto done;
+    for (int r = -1; r < launches; r++) { // r -1: the untimed warm-up
+        if (r == 0 && (lp_check(cudaMemset(out, 0, floats * sizeof(float)), "reduce zero") ||
+                       lp_check(cudaEventRecord(a), "record")))
+            goto done;
+        if (mode == 0)
+            lp_reduce_kernel<0><<<blocks, 256>>>(out, n);
+        else if (mode == 1)
+            lp_reduce_kernel<1><<<blocks, 256>>>(out, n);
+        else
+            lp_reduce_kernel<2><<<blocks, 256>>>(out, n);
+    }
+    if (lp_check(cudaGetLastError(), "reduce launch") || lp_check(cudaEventRecord(b), "record") ||
+        lp_check(cudaEventSynchronize(b), "reduce") ||
+        lp_check(cudaEventElapsedTime(&ms, a, b), "elapsed"))
+        goto done;
+    *us = 1000.0 * ms / launches;
+    { // element 0 after `launches` adds of every block's value there (the adds' check)
+        float first = 0.0f;
+        if (lp_check(cudaMemcpy(&first, out, sizeof first, cudaMemcpyDeviceToHost), "reduce copy"))
+            goto done;
+        *sum0 = first;
+    }
+    rc = 0;
+done:
+    cudaFree(out);
+    if (a)
+        cudaEventDestroy(a);
+    if (b)
+        cudaEventDestroy(b);
+    return rc;
+}

@@ -59,6 +59,13 @@ int layer_probe_check(layer_probe_setup *s, const layer_probe_config *cfg, doubl
  * latest time over the blocks. Returns 0, or -1. */
 int layer_probe_print_trace(layer_probe_setup *s, const layer_probe_config *cfg);
 
+/* `launches` launches of `blocks` blocks each adding a vector of n floats
+ * into one (mode 0: red.global a float, 1: red.v4.f32 four) or storing it to
+ * its own (2): microseconds a launch, and element 0 of the result after the
+ * timed launches (modes 0 and 1: launches x the sum of every block's value).
+ * Returns 0, or -1 with a line on stderr. */
+int layer_probe_reduce(int mode, int blocks, int n, int launches, double *us, double *sum0);
+
 #ifdef __cplusplus
 }
 #endif

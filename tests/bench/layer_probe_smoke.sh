@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
 # layer_probe's plumbing and its kernels' arithmetic, not its figures: the
 # check line (each product against a plain dequantize-and-multiply) passes for
-# 8 and 16 warps, in the flat kernel and the cluster kernel (both k-tile
-# codes there); a short run
-# prints one timed row a configuration, with and without the attention's
-# stand-in and the barriers, and a trace; a ring that does not fit is
-# refused. Exit 77 without a GPU or on one before sm_90 (layer_probe's
-# own).
+# 8 and 16 warps, in the flat kernel and the cluster kernel (both k-tile codes
+# there); a short run prints one timed row a configuration, with and without
+# the attention's stand-in and the barriers, and a trace; --reduce prints its
+# three rows with their adds right; a ring that does not fit is refused. Exit
+# 77 without a GPU or on one before sm_90 (layer_probe's own).
 #
 #   layer_probe_smoke.sh LAYER_PROBE
 set -uo pipefail
@@ -31,6 +30,9 @@ traces=$(printf '%s\n' "$out" | grep -c '^gate/up ')
 free=$("$probe" --stages 4 --layers 2 --no-barriers 2>&1) &&
   [ "$(printf '%s\n' "$free" | grep -c 'barriers 0: .* us a layer')" -eq 1 ] ||
   { echo "layer_probe --no-barriers: $free"; exit 1; }
+red=$("$probe" --reduce 2>&1) &&
+  [ "$(printf '%s\n' "$red" | grep -c '^reduce .* blocks: red .* us, red.v4 .* us, stores .* us$')" -eq 3 ] ||
+  { echo "layer_probe --reduce: $red"; exit 1; }
 "$probe" --stages 16 --layers 1 >/dev/null 2>&1 && { echo "a 16-slot ring was not refused"; exit 1; }
 "$probe" --warps 12 >/dev/null 2>&1 && { echo "12 warps were not refused"; exit 1; }
 printf '%s\n' "${out%%$'\n'*}" # the first line (head -1 would end printf by SIGPIPE under pipefail)
