@@ -1225,9 +1225,11 @@ template <int MODE> __global__ void lp_reduce_kernel(float *out, int n)
             for (int e = 0; e < 4; e++)
                 atomicAdd(out + i + e, v + (float)e);
         } else if (MODE == 1) {
+#if LP_SM90
             asm volatile("red.relaxed.gpu.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(out + i),
                          "f"(v), "f"(v + 1.0f), "f"(v + 2.0f), "f"(v + 3.0f)
                          : "memory");
+#endif
         } else {
             *(float4 *)(out + (size_t)blockIdx.x * n + i) = make_float4(v, v + 1, v + 2, v + 3);
         }
