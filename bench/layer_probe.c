@@ -105,6 +105,19 @@ static int reduce_table(const char *device)
     return 0;
 }
 
+/* Path k of the sweep (its warps, k-tile code and sums, slowest-varying
+ * first) on top of base. */
+static layer_probe_config path_config(const layer_probe_config *base, int k, const double *warps,
+                                      const double *maths, int n_maths, const double *lates,
+                                      int n_lates)
+{
+    layer_probe_config cfg = *base;
+    cfg.warps = (int)warps[k / (n_maths * n_lates)];
+    cfg.math = (int)maths[k / n_lates % n_maths];
+    cfg.late_sums = (int)lates[k % n_lates];
+    return cfg;
+}
+
 static int usage(void)
 {
     fprintf(stderr, "usage: layer_probe [--warps 8,16] [--stages N,...] [--attention-us US,...]\n"
@@ -184,20 +197,25 @@ int main(int argc, char **argv)
     printf("device %s, copy %.1f GB/s; a layer %.2f MB of AWQ weights, floor %.2f us\n", name, copy,
            bytes / 1e6, floor_us);
     int rc = 1;
-    /* the checks: every code path a sweep takes (warps, k-tile code, sums) */
+    /* the options every run shares; a path (k < n_paths) adds its warps,
+     * k-tile code and sums */
+    const layer_probe_config base = {.stages = (int)stages[0],
+                                     .layers = layers,
+                                     .weight_layers = WEIGHT_LAYERS,
+                                     .barriers = barriers,
+                                     .cluster = cluster,
+                                     .no_compute = no_compute,
+                                     .no_stream = no_stream,
+                                     .wait_one = wait_one,
+                                     .multicast = multicast,
+                                     .trace_layer = -1};
     const int n_paths = n_warps * n_maths * n_lates;
+    /* the checks: every path, on two layers with barriers and every k-tile */
     for (int k = 0; k < n_paths; k++) {
-        const layer_probe_config cfg = {.warps = (int)warps[k / (n_maths * n_lates)],
-                                        .stages = (int)stages[0],
-                                        .layers = 2,
-                                        .weight_layers = WEIGHT_LAYERS,
-                                        .barriers = 1,
-                                        .math = (int)maths[k / n_lates % n_maths],
-                                        .late_sums = (int)lates[k % n_lates],
-                                        .wait_one = wait_one,
-                                        .multicast = multicast,
-                                        .cluster = cluster,
-                                        .trace_layer = -1};
+        layer_probe_config cfg = path_config(&base, k, warps, maths, n_maths, lates, n_lates);
+        cfg.layers = 2;
+        cfg.barriers = 1;
+        cfg.no_compute = cfg.no_stream = 0;
         double worst = 0.0;
         if (cfg.math >= 2) /* knock-outs: their sums are wrong by design */
             continue;
@@ -211,21 +229,10 @@ int main(int argc, char **argv)
     }
     /* the sweep: each path at each ring depth and stand-in */
     for (int k = 0; k < n_paths * n_stages * n_attention; k++) {
-        const int path = k / (n_stages * n_attention);
-        const layer_probe_config cfg = {.warps = (int)warps[path / (n_maths * n_lates)],
-                                        .stages = (int)stages[k / n_attention % n_stages],
-                                        .layers = layers,
-                                        .weight_layers = WEIGHT_LAYERS,
-                                        .attention_us = attention[k % n_attention],
-                                        .barriers = barriers,
-                                        .math = (int)maths[path / n_lates % n_maths],
-                                        .late_sums = (int)lates[path % n_lates],
-                                        .cluster = cluster,
-                                        .no_compute = no_compute,
-                                        .no_stream = no_stream,
-                                        .wait_one = wait_one,
-                                        .multicast = multicast,
-                                        .trace_layer = -1};
+        layer_probe_config cfg =
+            path_config(&base, k / (n_stages * n_attention), warps, maths, n_maths, lates, n_lates);
+        cfg.stages = (int)stages[k / n_attention % n_stages];
+        cfg.attention_us = attention[k % n_attention];
         double best = 0.0, median = 0.0;
         if (layer_probe_time(s, &cfg, REPS, &best, &median))
             goto done;

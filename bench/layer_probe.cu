@@ -159,18 +159,25 @@ __device__ __forceinline__ unsigned lp_load_acquire(const unsigned *p)
     return v;
 }
 
-// Every block's consumers here, and what they wrote visible: thread 0
-// releases its block's writes (ordered before it by the block barrier) with
-// the count and spins until all have counted.
-template <int WARPS> __device__ void lp_grid_sync(unsigned *counter, unsigned target)
+// A grid barrier's middle, by thread 0 once its block has met: it releases
+// the block's writes (ordered before it by the block barrier) with the count
+// and spins until `target` blocks have counted.
+__device__ __forceinline__ void lp_grid_arrive_wait(unsigned *counter, unsigned target)
 {
-    lp_consumers_sync<WARPS>();
     if (threadIdx.x == 0) {
         __threadfence();
         atomicAdd(counter, 1u);
         while (lp_load_acquire(counter) < target)
             ;
     }
+}
+
+// Every block's consumers here, and what they wrote visible (the flat kernel;
+// its producer warp never takes part).
+template <int WARPS> __device__ void lp_grid_sync(unsigned *counter, unsigned target)
+{
+    lp_consumers_sync<WARPS>();
+    lp_grid_arrive_wait(counter, target);
     lp_consumers_sync<WARPS>();
 }
 
@@ -179,6 +186,14 @@ __device__ __forceinline__ long long lp_now_ns()
     long long t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
+}
+
+// Where block b's stamps of product pi go, in the traced layer only (else NULL).
+__device__ __forceinline__ long long *lp_trace_of(const lp_params &p, int l, int pi)
+{
+    return p.trace && l == p.trace_layer
+               ? p.trace + ((size_t)blockIdx.x * LP_PRODUCTS + pi) * LP_TRACE
+               : NULL;
 }
 
 // The items (16 KB chunks: tile = item / chunks, chunk = item % chunks) of
@@ -234,9 +249,7 @@ __device__ void lp_produce(const lp_params &p, bool cluster, unsigned char *slot
 #pragma unroll 1
         for (int pi = 0; pi < LP_PRODUCTS; pi++) {
             const lp_product P = lp_pick(p, pi);
-            long long *tr = p.trace && l == p.trace_layer
-                                ? p.trace + ((size_t)blockIdx.x * LP_PRODUCTS + pi) * LP_TRACE
-                                : NULL;
+            long long *tr = lp_trace_of(p, l, pi);
             int i0, i1, full_waits = 0;
             lp_items(P, cluster, &i0, &i1);
             const uint4 *q = P.q + wl * P.q_stride + (size_t)i0 * LP_CHUNK_UNITS * 32;
@@ -450,13 +463,6 @@ __device__ __forceinline__ void lp_consume(const lp_params &p, const lp_smem &m,
     }
 }
 
-__device__ __forceinline__ long long *lp_trace_of(const lp_params &p, int l, int pi)
-{
-    return p.trace && l == p.trace_layer
-               ? p.trace + ((size_t)blockIdx.x * LP_PRODUCTS + pi) * LP_TRACE
-               : NULL;
-}
-
 __device__ __forceinline__ void lp_spin(long long ns)
 {
     const long long end = lp_now_ns() + ns;
@@ -662,15 +668,10 @@ template <int WARPS> __device__ void lp_control(const lp_params &p, const lp_sme
     const int nc = gridDim.x / LP_CLUSTER, c = blockIdx.x / LP_CLUSTER;
     const int threads = 32 * (WARPS + 1);
     unsigned target = 0;
-    auto grid_sync = [&]() {
+    auto grid_sync = [&]() { // the controls alone: every thread of theirs takes part
         target += nc;
         __syncthreads();
-        if (threadIdx.x == 0) {
-            __threadfence();
-            atomicAdd(p.barrier, 1u);
-            while (lp_load_acquire(p.barrier) < target)
-                ;
-        }
+        lp_grid_arrive_wait(p.barrier, target);
         __syncthreads();
     };
     // x of product P staged here and copied into every streamer
