@@ -130,6 +130,18 @@ typedef struct vl_images {
     int32_t chunk0;                       /* sequence index of the chunk's first row */
 } vl_images;
 
+/* Greedy decode one step ahead (decode_ahead): the step at `pos` queued behind
+ * the one before, before the host has seen that one's pick, reading the pick
+ * (`id` once it is back) from the device and its position from `positions`. */
+typedef struct decode_ahead_state {
+    bool on;                              /* the device and the model allow it */
+    bool queued;                          /* a step at pos is queued */
+    int32_t pos, id;
+    int32_t *pick;                        /* pinned host i32: the pick copied back */
+    void *picked;                         /* a mark recorded after that copy */
+    orin_tensor positions;                /* device i32 [context]: 0, 1, 2, ... */
+} decode_ahead_state;
+
 /* Device activation buffers, sized for `rows` tokens (one prefill chunk). */
 typedef struct qwen_buffers {
     int32_t rows;
@@ -176,6 +188,7 @@ struct orin_model {
     int32_t decode_span[DECODE_SPANS];    /* the spans' max_kv_len, ascending */
     int decode_spans;
     orin_tensor greedy_id;                /* device: i32 [1], the greedy step's pick */
+    decode_ahead_state ahead;
     orin_profile *profile;                /* --profile: decode steps run op by op, timed */
     orin_profile *prefill_profile;        /* --profile: prefill chunks' ops, timed */
 
@@ -924,6 +937,36 @@ static double buffer_bytes_planned(const orin_model *m, int32_t rows)
     return bytes;
 }
 
+/* decode_ahead's pinned pick, mark and position table, where the device has
+ * queued copies back and graphs (not for Qwen3-VL, whose rotary positions are
+ * not the cache's); ORIN_DECODE_AHEAD=0 turns it off (tests, A/B runs). */
+static int decode_ahead_setup(orin_model *m)
+{
+    decode_ahead_state *a = &m->ahead;
+    const orin_device_ops *d = m->dev->ops;
+    const char *env = getenv("ORIN_DECODE_AHEAD");
+    if (!d->host_alloc || !d->copy_d2h_queued || !d->mark_wait || !d->mark_create ||
+        !d->graph_launch || m->cfg.vl.is_vl || (env && strcmp(env, "0") == 0))
+        return 0;
+    int32_t *table = malloc((size_t)m->context * sizeof *table);
+    if (!table)
+        return orin_error_set("decode positions: out of memory");
+    for (int32_t i = 0; i < m->context; i++)
+        table[i] = i;
+    int rc = alloc_tensor(m, &a->positions, ORIN_I32, 1, &(int64_t){m->context}, "positions");
+    if (rc == 0)
+        rc = d->copy_h2d(m->dev, a->positions.data, table, (size_t)m->context * sizeof *table);
+    free(table);
+    if (rc != 0)
+        return -1;
+    a->pick = d->host_alloc(m->dev, sizeof *a->pick);
+    a->picked = a->pick ? d->mark_create(m->dev) : NULL;
+    if (!a->picked)
+        return -1;
+    a->on = true;
+    return 0;
+}
+
 static int alloc_buffers(orin_model *m, int32_t rows)
 {
     qwen_buffers *b = &m->buf;
@@ -952,6 +995,8 @@ static int alloc_buffers(orin_model *m, int32_t rows)
     }
     if (m->op.matmul_argmax &&
         alloc_tensor(m, &m->greedy_id, ORIN_I32, 1, &(int64_t){1}, "greedy pick") != 0)
+        return -1;
+    if (m->op.matmul_argmax && decode_ahead_setup(m) != 0)
         return -1;
     if (m->dtype != ORIN_F32) {
         m->staging = malloc(orin_tensor_nbytes(&b->logits));
@@ -1655,6 +1700,10 @@ void orin_model_free(orin_model *m)
     if (!m)
         return;
     decode_steps_release(m, true);
+    if (m->ahead.picked)
+        m->dev->ops->mark_destroy(m->dev, m->ahead.picked);
+    if (m->ahead.pick)
+        m->dev->ops->host_free(m->dev, m->ahead.pick);
     orin_graph_free(m->prefill);
     orin_vision_free(m->vision);
     free(m->host_rope_pos);
@@ -1856,6 +1905,7 @@ static int check_tokens(const orin_model *m, const int32_t *ids, int32_t n, int3
 
 static int upload_step(orin_model *m, const int32_t *ids, int32_t n, int32_t start_pos)
 {
+    m->ahead.queued = false; /* what runs next is this, not a step decode_ahead queued */
     for (int32_t i = 0; i < n; i++)
         m->host_pos[i] = start_pos + i;
     size_t bytes = (size_t)n * sizeof(int32_t);
@@ -2146,12 +2196,61 @@ int orin_model_decode(orin_model *m, int32_t id, int32_t pos, float *logits)
     return m->dev->ops->synchronize(m->dev);
 }
 
+/* Queues the greedy step at pos behind the one before, its id that step's pick
+ * on the device, where its graph is captured (the steps before it ran it). */
+static int queue_ahead(orin_model *m, int32_t pos)
+{
+    decode_step *step = pos < m->context ? decode_step_at(m, DECODE_GREEDY, pos) : NULL;
+    if (!step || !step->replayable || !step->warm || !step->replay)
+        return 0;
+    const orin_device_ops *d = m->dev->ops;
+    if (d->copy_d2d(m->dev, m->buf.ids.data, m->greedy_id.data, sizeof(int32_t)) != 0 ||
+        d->copy_d2d(m->dev, m->buf.pos.data, (int32_t *)m->ahead.positions.data + pos,
+                    sizeof(int32_t)) != 0 ||
+        d->graph_launch(m->dev, step->replay) != 0)
+        return -1;
+    m->ahead.queued = true;
+    m->ahead.pos = pos;
+    return 0;
+}
+
+/* Greedy decode that keeps the device a step ahead of the host: the step at
+ * pos + 1 is queued (queue_ahead) before the pick at pos has come back, so
+ * that while the host takes the pick, returns it, and its caller appends it
+ * and asks for pos + 1, that step already runs. Without it the device idled
+ * between steps for the host's uploads, launch and copy back: ~32 us of an
+ * H100's 2.32 ms a step (Qwen3-8B AWQ at 512, bench/notes/decode.md). The
+ * queued step serves only the call it was queued for (the id it read, at pos +
+ * 1); any other call uploads its own step first (upload_step drops it). What
+ * it did is then harmless: it wrote only cache position pos + 1, which every
+ * step at pos + 1 writes again before its attention reads it, and the pick,
+ * which the next step's overwrites. */
+static int32_t decode_ahead(orin_model *m, int32_t id, int32_t pos)
+{
+    decode_ahead_state *a = &m->ahead;
+    const orin_device_ops *d = m->dev->ops;
+    if (check_tokens(m, &id, 1, pos) != 0)
+        return -1;
+    if (!(a->queued && a->pos == pos && a->id == id) &&
+        decode_token(m, decode_step_at(m, DECODE_GREEDY, pos), id, pos) != 0)
+        return -1;
+    a->queued = false;
+    if (d->copy_d2h_queued(m->dev, a->pick, m->greedy_id.data, sizeof *a->pick) != 0 ||
+        d->mark_record(m->dev, a->picked) != 0 || queue_ahead(m, pos + 1) != 0 ||
+        d->mark_wait(m->dev, a->picked) != 0)
+        return -1;
+    a->id = *a->pick;
+    return a->id >= 0 ? a->id : orin_error_set("sampler: every logit is NaN");
+}
+
 int32_t orin_model_decode_sample(orin_model *m, orin_sampler *s, int32_t id, int32_t pos,
                                  const int32_t *history, int32_t n)
 {
     if (!m->decode[0][DECODE_GREEDY].graph || !orin_sampler_plain_greedy(s))
         return orin_model_decode(m, id, pos, NULL) != 0 ? -1
                                                         : orin_model_sample(m, s, history, n);
+    if (m->ahead.on && !m->profile)
+        return decode_ahead(m, id, pos);
     int32_t next;
     if (decode_token(m, decode_step_at(m, DECODE_GREEDY, pos), id, pos) != 0 ||
         m->dev->ops->copy_d2h(m->dev, &next, m->greedy_id.data, sizeof next) != 0)

@@ -150,6 +150,72 @@ static int greedy_picked(orin_model *m, const int32_t *prompt, int32_t n, int32_
     return id < 0 ? -1 : 0;
 }
 
+/* Greedy picks with the interruptions a caller may make: at steps 10 and 30
+ * a token other than the pick goes in, and at step 50 the sequence goes back
+ * to step 40's token and position and on from there. On a GPU with graphs
+ * (decode_ahead) a step queued for the pick is then not the one asked for.
+ * out[i]: the token fed at step i. */
+static int greedy_interrupted(const orin_model_options *opt, const int32_t *prompt, int32_t n,
+                              int32_t steps, int32_t *out)
+{
+    orin_sampler_params params = ORIN_SAMPLER_PARAMS_DEFAULT;
+    params.temperature = 0.0f;
+    orin_sampler *s = orin_sampler_create(&params);
+    orin_model_options o = *opt;
+    o.max_context = n + steps;
+    orin_model *m = NULL;
+    int32_t *tok = malloc((size_t)(n + steps) * sizeof *tok);
+    int rc = s && tok ? orin_model_load(&o, &m) : -1;
+    if (rc == 0)
+        rc = orin_model_prefill_on_device(m, prompt, n, 0);
+    if (rc == 0)
+        memcpy(tok, prompt, (size_t)n * sizeof *tok);
+    const int32_t V = m ? orin_model_get_config(m)->vocab_size : 1;
+    int32_t id = rc == 0 ? orin_model_sample(m, s, tok, n) : -1, pos = n;
+    for (int32_t i = 0; id >= 0 && i < steps && pos < n + steps; i++) {
+        if (i == 10 || i == 30)
+            id = (id + 1) % V;
+        if (i == 50) {
+            pos = n + 40;
+            id = out[40];
+        }
+        out[i] = tok[pos] = id;
+        id = orin_model_decode_sample(m, s, id, pos, tok, pos + 1);
+        pos++;
+    }
+    orin_model_free(m);
+    free(tok);
+    orin_sampler_free(s);
+    return id < 0 ? -1 : 0;
+}
+
+/* greedy_interrupted with decode_ahead on (the default) and off
+ * (ORIN_DECODE_AHEAD=0: every step uploaded and launched when asked for):
+ * the same kernels, so the same tokens exactly. */
+static void compare_interrupted(const orin_model_options *opt, const reference *ref)
+{
+    enum { PROMPT = 32, STEPS = 80 };
+    int32_t n = ref->n < PROMPT ? ref->n : PROMPT, runs[2][STEPS];
+    orin_model_options o = *opt;
+    o.cuda_graph = true;
+    o.fused_ops = true;
+    for (int r = 0; r < 2; r++) {
+        if (r == 1)
+            setenv("ORIN_DECODE_AHEAD", "0", 1);
+        CHECK(greedy_interrupted(&o, ref->ids, n, STEPS, runs[r]) == 0, "interrupted %s: %s",
+              r ? "without decode_ahead" : "greedy", orin_error());
+        unsetenv("ORIN_DECODE_AHEAD");
+    }
+    int first = -1;
+    for (int i = 0; i < STEPS && first < 0; i++)
+        if (runs[0][i] != runs[1][i])
+            first = i;
+    printf("greedy with fed tokens and a step back, decode_ahead on vs off, %d steps: %s\n",
+           STEPS, first < 0 ? "identical" : "differ");
+    CHECK(first < 0, "decode_ahead changes step %d: %d vs %d", first,
+          first >= 0 ? runs[0][first] : 0, first >= 0 ? runs[1][first] : 0);
+}
+
 /* Greedy tokens of the model in `opt` on its device, run eagerly with the
  * plain ops, eagerly with the fused ops and replayed as a device graph with the
  * fused ops (the defaults of orin-run), are the same; in f32 they also equal
@@ -378,9 +444,11 @@ int main(int argc, char **argv)
     };
     orin_model *m = NULL;
     if (strcmp(path, "greedy") == 0 || strcmp(path, "sample") == 0) {
-        if (strcmp(path, "greedy") == 0)
+        if (strcmp(path, "greedy") == 0) {
             compare_greedy(&opt, &ref);
-        else
+            if (opt.device != orin_device_cpu())
+                compare_interrupted(&opt, &ref);
+        } else
             compare_sampling(&opt, &ref);
         return finish(reg, plugins, device, &ref);
     }

@@ -49,9 +49,21 @@ typedef struct orin_device_ops {
     int (*mark_record)(orin_device *dev, void *mark);
     int (*mark_elapsed)(orin_device *dev, void *from, void *to, double *seconds);
     void (*mark_destroy)(orin_device *dev, void *mark);
+    /* ---- version 3 ---- */
+    /* Pinned host memory: the device copies into it without staging, so that a
+     * queued copy lands there while the host goes on. NULL where the device
+     * has none (the host). */
+    void *(*host_alloc)(orin_device *dev, size_t bytes);
+    void (*host_free)(orin_device *dev, void *ptr);
+    /* Queues a copy of bytes from device src into dst (from host_alloc) behind
+     * the stream's work and returns at once: dst holds them once a mark
+     * recorded after the copy has been reached (mark_wait). */
+    int (*copy_d2h_queued)(orin_device *dev, void *dst, const void *src, size_t bytes);
+    /* Waits until the stream has reached the mark. */
+    int (*mark_wait)(orin_device *dev, void *mark);
 } orin_device_ops;
 
-#define ORIN_DEVICE_OPS_VERSION 2
+#define ORIN_DEVICE_OPS_VERSION 3
 
 struct orin_device {
     const orin_device_ops *ops;

@@ -90,6 +90,10 @@ static const orin_device_ops host_ops = {
     .mark_record = NULL,
     .mark_elapsed = NULL,
     .mark_destroy = NULL,
+    .host_alloc = NULL, /* host memory is the device's: nothing is queued */
+    .host_free = NULL,
+    .copy_d2h_queued = NULL,
+    .mark_wait = NULL,
 };
 
 static orin_device host_device = {

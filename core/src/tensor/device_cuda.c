@@ -360,6 +360,38 @@ static void cuda_mark_destroy(orin_device *dev, void *mark)
         (void)cudaGetLastError();
 }
 
+static int cuda_mark_wait(orin_device *dev, void *mark)
+{
+    cudaError_t err = cudaEventSynchronize((cudaEvent_t)mark);
+    return err == cudaSuccess ? 0 : cuda_fail(dev, "cudaEventSynchronize", err);
+}
+
+/* ---- pinned host memory and queued copies back ---- */
+
+static void *cuda_host_alloc(orin_device *dev, size_t bytes)
+{
+    void *p = NULL;
+    cudaError_t err = cudaMallocHost(&p, bytes ? bytes : 1);
+    if (err != cudaSuccess) {
+        cuda_fail(dev, "cudaMallocHost", err);
+        return NULL;
+    }
+    return p;
+}
+
+static void cuda_host_free(orin_device *dev, void *ptr)
+{
+    if (ptr && cudaFreeHost(ptr) != cudaSuccess) {
+        (void)cudaGetLastError();
+        orin_log(ORIN_LOG_WARN, "cuda:%d: cudaFreeHost failed", dev->index);
+    }
+}
+
+static int cuda_copy_d2h_queued(orin_device *dev, void *dst, const void *src, size_t bytes)
+{
+    return cuda_copy(dev, dst, src, bytes, cudaMemcpyDeviceToHost, false);
+}
+
 static void cuda_destroy(orin_device *dev)
 {
     cudaError_t err = cudaStreamSynchronize(stream_of(dev));
@@ -393,6 +425,10 @@ static const orin_device_ops cuda_ops = {
     .mark_record = cuda_mark_record,
     .mark_elapsed = cuda_mark_elapsed,
     .mark_destroy = cuda_mark_destroy,
+    .host_alloc = cuda_host_alloc,
+    .host_free = cuda_host_free,
+    .copy_d2h_queued = cuda_copy_d2h_queued,
+    .mark_wait = cuda_mark_wait,
 };
 
 /* Peak bandwidth from the memory clock (kHz) and bus width (bits), both double
