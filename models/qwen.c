@@ -25,202 +25,7 @@
  * matmul.int8); the fused matmul.qkv and matmul.swiglu only where every
  * weight they take is float. */
 #include "model.h"
-#include "qwen3_vl_vision.h"
-
-#include "orin/cpu_util.h"
-#include "orin/error.h"
-#include "orin/graph.h"
-#include "orin/kv_cache.h"
-#include "orin/ops.h"
-#include "orin/quant.h"
-#include "orin/safetensors.h"
-#include "orin/sampler.h"
-#include "orin/vl_prompt.h"
-
-#include <math.h>
-#include <stddef.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
-/* A linear layer, y = x . w^T (+ bias): its weight in the compute dtype
- * (matmul), or packed (matmul.awq4, matmul.int8; orin_qweight in orin/ops.h). */
-typedef struct qwen_linear {
-    orin_weight_format fmt;
-    orin_tensor w;                        /* ORIN_WEIGHT_FLOAT: [out, in] */
-    orin_qweight q;                       /* the quantized formats */
-    orin_tensor bias;                     /* [out], or data NULL */
-} qwen_linear;
-
-typedef struct qwen_layer {
-    orin_tensor attn_norm, q_norm, k_norm, mlp_norm;
-    qwen_linear q, k, v, o, gate, up, down;
-} qwen_layer;
-
-/* The ops the model runs, bound once at load. */
-typedef struct qwen_ops {
-    const orin_op_impl *embedding, *rmsnorm, *rope, *matmul, *swiglu, *add, *kv_write;
-    const orin_op_impl *rope_table;       /* Qwen3-VL: M-RoPE from host tables */
-    const orin_op_impl *attn_prefill, *attn_decode;
-    /* The fused ops (orin/ops.h), NULL where no plugin has them for the model's
-     * device and dtype or runtime.fused_ops is off: the graph then runs the
-     * sequence each one stands for. */
-    const orin_op_impl *add_rmsnorm, *matmul_qkv, *matmul_swiglu, *rope_kv_write;
-    const orin_op_impl *matmul_argmax;    /* final norm + lm_head + greedy pick */
-    const orin_op_impl *sample;           /* sample.candidates, off the host only */
-    /* By orin_weight_format: the quantized matmuls, bound where a layer is in
-     * their format, and their fused q/k/v and gate/up+SwiGLU (optional, from
-     * the provider of the matmul, whose prepare laid the weights out). */
-    const orin_op_impl *matmul_quant[3], *matmul_qkv_quant[3], *matmul_swiglu_quant[3];
-} qwen_ops;
-
-/* A decode step's graph, run eagerly once (ops create their handles, pick their
- * algorithms and size the workspace then, none of which a graph may do), then
- * captured once and replayed ever after where `replayable`. */
-typedef struct decode_step {
-    orin_model *m;                        /* for the capture's callback */
-    orin_graph *graph;
-    bool replayable;                      /* runtime.cuda_graph, the device, the ops allow it */
-    bool warm;                            /* it has run eagerly */
-    void *replay;                         /* the captured step (a CUDA graph) */
-} decode_step;
-
-/* The decode steps a model has: the one ending in the logits, always; the one
- * ending in the greedy pick where matmul.argmax is bound. */
-enum { DECODE_LOGITS, DECODE_GREEDY, DECODE_STEPS };
-
-/* Each decode step is built for DECODE_SPANS spans of cache positions, the
- * context halved, halved again and so on (40,960: 5,120, 10,240, 20,480 and
- * 40,960), a step at position p running the shortest span's graph above p:
- * its attention is called with that span as max_kv_len, so that at short
- * positions it runs the kernel it picks for a short cache (fa2: one cluster
- * launch up to 8k) and not the one the whole context asks for (H100,
- * Qwen3-8B at 512 with a context of 32,768: int8 3.45 ms a token through
- * fa2's split kernel, 3.32 through its cluster kernel; f16 5.92 and 5.40:
- * bench/notes/fa2-decode.md). */
-#define DECODE_SPANS 4
-
-/* The candidates sample.candidates may return to the host (a top_k of 20 asks
- * for 40: orin_sampler_candidates_top_k). */
-#define SAMPLE_MAX 256
-
-/* sample.candidates' outputs, one device block so that one copy brings them
- * back: count, then ids[SAMPLE_MAX], then values[SAMPLE_MAX]. */
-typedef struct sample_block {
-    int32_t count;
-    int32_t ids[SAMPLE_MAX];
-    float values[SAMPLE_MAX];
-} sample_block;
-
-
-/* The images of one orin_model_prefill_images call, as the graph of each of
- * its chunks reads them. Sequence index i of the call is an image token when
- * feature[i] >= 0: its input row is embeds[feature[i]] and DeepStack feature
- * j adds deepstack[j][feature[i]] after decoder layer j. */
-typedef struct vl_images {
-    const int32_t *feature;               /* host [n]: feature row, or -1 */
-    orin_tensor embeds;                   /* device [T, d]: the merger's output */
-    orin_tensor index;                    /* device i32 [T]: 0..T-1, the ids that pick
-                                             embeds' rows through the embedding op */
-    orin_tensor *deepstack;               /* n_deepstack device [T, d] */
-    int32_t n_deepstack;
-    int64_t tokens;                       /* T */
-    int32_t chunk0;                       /* sequence index of the chunk's first row */
-} vl_images;
-
-/* Greedy decode one step ahead (decode_ahead): the step at `pos` queued behind
- * the one before, before the host has seen that one's pick, reading the pick
- * (`id` once it is back) from the device and its position from `positions`. */
-typedef struct decode_ahead_state {
-    bool on;                              /* the device and the model allow it */
-    bool queued;                          /* a step at pos is queued */
-    int32_t pos, id;
-    int32_t *pick;                        /* pinned host i32: the pick copied back */
-    void *picked;                         /* a mark recorded after that copy */
-    orin_tensor positions;                /* device i32 [context]: 0, 1, 2, ... */
-} decode_ahead_state;
-
-/* Device activation buffers, sized for `rows` tokens (one prefill chunk). */
-typedef struct qwen_buffers {
-    int32_t rows;
-    orin_tensor ids, pos;                 /* i32 [rows] */
-    orin_tensor x, h, o;                  /* [rows, d] */
-    orin_tensor x_alt;                    /* [1, d]: where a decode step's residual
-                                             stream goes when a product's norm writes it
-                                             (orin_norm_in: not over x, which it reads) */
-    orin_tensor q, attn;                  /* [rows, H*hd] */
-    orin_tensor k, v;                     /* [rows, Hkv*hd] */
-    orin_tensor gate, up;                 /* [rows, F] */
-    orin_tensor logits;                   /* [rows, V] */
-} qwen_buffers;
-
-struct orin_model {
-    orin_model_config cfg;
-    const char *prefix;                   /* of the language model's tensors: "model."
-                                             or, in a Qwen3-VL folder, "model.language_model." */
-    orin_device *dev;
-    orin_dtype dtype;
-    int32_t context;
-
-    orin_tensor embed, final_norm;
-    qwen_linear lm_head;                  /* FLOAT and tied: the embedding table */
-    qwen_layer *layers;
-    bool int8;                            /* model.quant = int8 on a float folder */
-    bool int8_lm_head;                    /* ... and model.quant_lm_head */
-    bool uses_format[3];                  /* by orin_weight_format: some layer is in it */
-    void **allocs;                        /* every device buffer we own */
-    size_t n_allocs, cap_allocs;
-
-    qwen_ops op;
-    qwen_buffers buf;
-    orin_kv_cache *kv;
-    size_t weight_bytes;                  /* of the weights on the device (packed
-                                             formats at their size) */
-
-    orin_graph *prefill;                  /* rebuilt per chunk */
-    /* The decode steps, built once per span of positions (DECODE_SPANS) and
-     * run every step in it: ending in the logits (for orin_model_sample), or,
-     * where matmul.argmax is bound, a second one ending in the greedy pick
-     * (orin_model_decode_sample). */
-    decode_step decode[DECODE_SPANS][DECODE_STEPS];
-    int32_t decode_span[DECODE_SPANS];    /* the spans' max_kv_len, ascending */
-    int decode_spans;
-    orin_tensor greedy_id;                /* device: i32 [1], the greedy step's pick */
-    decode_ahead_state ahead;
-    orin_profile *profile;                /* --profile: decode steps run op by op, timed */
-    orin_profile *prefill_profile;        /* --profile: prefill chunks' ops, timed */
-
-    /* Sampling where the logits are (orin_model_sample), where a plugin has
-     * sample.candidates for the device (not the host: its logits are at hand). */
-    orin_tensor history, history_n;       /* device: i32 [context], i32 [1] */
-    int32_t *history_mirror;              /* host: what history holds */
-    int32_t history_len;
-    void *sample_dev;                     /* device: a sample_block */
-    void *sample_host;                    /* host: a sample_block */
-    float *host_logits;                   /* [V]: the whole-vocabulary fallback */
-    void *workspace;
-    size_t workspace_size;
-    void *staging;                        /* host buffer for non-f32 logits */
-    int32_t *host_pos;                    /* host positions of one chunk, [rows] */
-
-    /* Qwen3-VL (cfg.vl.is_vl). The rotary position of a token is not its cache
-     * position: M-RoPE gives image tokens 2-D positions, and the text after an
-     * image continues from the image's largest position + 1 (README-vl.md,
-     * section 9). Prefill with images rotates by host tables (rope.table);
-     * text and decode steps by rope at cache position + rope_delta, all three
-     * position rows being equal there. */
-    orin_vision_encoder *vision;
-    double vision_bytes;                  /* its weights on the device (the memory plan) */
-    int32_t rope_delta;                   /* of the sequence in the cache */
-    double vision_s;                      /* the last prefill's vision encoder, seconds */
-    orin_tensor rope_pos;                 /* i32 [rows]: cache position + rope_delta */
-    orin_tensor rope_cos, rope_sin;       /* f32 [rows, head_dim/2]: a chunk's tables */
-    int32_t *host_rope_pos;               /* [rows] */
-    vl_images *img;                       /* during orin_model_prefill_images */
-    const float *host_cos, *host_sin;     /* ... its tables, [n, head_dim/2] */
-};
+#include "qwen_internal.h"
 
 /* ---- device memory ---------------------------------------------------------- */
 
@@ -246,471 +51,12 @@ static void *model_alloc(orin_model *m, size_t bytes, const char *what)
     return p;
 }
 
-static int alloc_tensor(orin_model *m, orin_tensor *t, orin_dtype dt, int ndim,
+int qwen_alloc_tensor(orin_model *m, orin_tensor *t, orin_dtype dt, int ndim,
                         const int64_t *dims, const char *what)
 {
     *t = orin_tensor_make(NULL, dt, m->dev->kind, ndim, dims);
     t->data = model_alloc(m, orin_tensor_nbytes(t), what);
     return t->data ? 0 : -1;
-}
-
-/* ---- weights ------------------------------------------------------------------ */
-
-/* Uploads `src` converted to the compute dtype into a new device tensor (on a
- * GPU the conversion runs there, after a pinned-buffer copy of the raw bytes). */
-static int upload_converted(orin_model *m, const orin_st_tensor *src, orin_tensor *out)
-{
-    if (alloc_tensor(m, out, m->dtype, src->ndim, src->shape, src->name) != 0)
-        return -1;
-    m->weight_bytes += orin_tensor_nbytes(out);
-    size_t n = (size_t)orin_tensor_numel(out);
-    if (m->dev->ops->upload(m->dev, out->data, m->dtype, src->data, src->dtype, n) != 0)
-        return orin_error_prefix("%s: ", src->name);
-    return 0;
-}
-
-/* Finds `name`, checks its shape against what config.json implies and its
- * dtype, then uploads it in the compute dtype. */
-static int load_weight(orin_model *m, const orin_st_archive *ar, const char *model_dir,
-                       const char *name, int ndim, const int64_t *dims, orin_tensor *out)
-{
-    const orin_st_tensor *st = orin_st_find_float(ar, model_dir, name, ndim, dims);
-    return st ? upload_converted(m, st, out) : -1;
-}
-
-/* A packed tensor (AWQ's i32 words, f16 scales) of dtype dt, copied as it is. */
-static int load_packed(orin_model *m, const orin_st_archive *ar, const char *model_dir,
-                       const char *name, orin_dtype dt, const int64_t dims[2], orin_tensor *out)
-{
-    const orin_st_tensor *st = orin_st_find_shaped(ar, model_dir, name, 2, dims);
-    if (!st)
-        return -1;
-    if (!st->dtype_known || st->dtype != dt)
-        return orin_error_set("%s: tensor '%s' has dtype %s; expected %s", st->file, name,
-                              st->dtype_name, dt == ORIN_I32 ? "I32" : "F16");
-    if (alloc_tensor(m, out, dt, 2, dims, name) != 0)
-        return -1;
-    m->weight_bytes += orin_tensor_nbytes(out);
-    if (m->dev->ops->copy_h2d(m->dev, out->data, st->data, orin_tensor_nbytes(out)) != 0)
-        return orin_error_prefix("%s: ", name);
-    return 0;
-}
-
-/* name = module.suffix ("model.layers.3.mlp.up_proj" "qweight"). */
-static int tensor_name(char name[192], const char *module, const char *suffix)
-{
-    if ((size_t)snprintf(name, 192, "%s.%s", module, suffix) >= 192)
-        return orin_error_set("%s.%s: tensor name too long", module, suffix);
-    return 0;
-}
-
-/* The input values per scale of a linear layer of `in` inputs stored as fmt:
- * quantization_config's group_size for AWQ (0: the whole width), 128 (or the
- * width) for int8. */
-static int32_t group_of(const orin_model *m, orin_weight_format fmt, int64_t in)
-{
-    if (fmt == ORIN_WEIGHT_AWQ4)
-        return m->cfg.quant.group_size ? m->cfg.quant.group_size : (int32_t)in;
-    return orin_int8_group_size(in);
-}
-
-/* Hands a quantized layer, once loaded, to its matmul's prepare, which may
- * rearrange it in place for its kernels (orin_op_impl.prepare). */
-static int prepare_qweight(orin_model *m, orin_weight_format fmt, const char *name, int64_t out,
-                           int64_t in, orin_qweight *q)
-{
-    const orin_op_impl *impl = m->op.matmul_quant[fmt];
-    if (!impl || !impl->prepare)
-        return 0;
-    orin_matmul_quant_args a = {
-        .x = orin_tensor_make(NULL, m->dtype, m->dev->kind, 2, (int64_t[]){1, in}),
-        .w = *q,
-        .y = orin_tensor_make(NULL, m->dtype, m->dev->kind, 2, (int64_t[]){1, out}),
-    };
-    const orin_exec ex = {.device = m->dev};
-    if (impl->prepare(&ex, &a) != 0)
-        return orin_error_prefix("%s: ", name);
-    *q = a.w;
-    return 0;
-}
-
-/* An AWQ layer as published: module.qweight, .qzeros and .scales (orin/ops.h). */
-static int load_awq4(orin_model *m, const orin_st_archive *ar, const char *model_dir,
-                     const char *module, int64_t out, int64_t in, orin_qweight *q)
-{
-    char name[192];
-    if (tensor_name(name, module, "qweight") != 0)
-        return -1;
-    const int32_t group = group_of(m, ORIN_WEIGHT_AWQ4, in);
-    if (in % group != 0)
-        return orin_error_set("%s: tensor '%s': quantization_config.group_size = %d does not "
-                              "divide the layer's input width %lld", model_dir, name, group,
-                              (long long)in);
-    if (out % 8 != 0)
-        return orin_error_set("%s: tensor '%s': %lld outputs are not a multiple of 8 (AWQ "
-                              "packs 8 a word)", model_dir, name, (long long)out);
-    const int64_t groups = in / group;
-    const struct {
-        const char *suffix;
-        orin_tensor *dst;
-        orin_dtype dt;
-        int64_t dims[2];
-    } parts[3] = {
-        {"qweight", &q->qweight, ORIN_I32, {in, out / 8}},
-        {"qzeros", &q->zeros, ORIN_I32, {groups, out / 8}},
-        {"scales", &q->scales, ORIN_F16, {groups, out}},
-    };
-    q->group_size = group;
-    for (size_t i = 0; i < 3; i++) {
-        if (tensor_name(name, module, parts[i].suffix) != 0 ||
-            load_packed(m, ar, model_dir, name, parts[i].dt, parts[i].dims, parts[i].dst) != 0)
-            return -1;
-    }
-    return prepare_qweight(m, ORIN_WEIGHT_AWQ4, module, out, in, q);
-}
-
-/* Rows quantized per pass on the host before they are copied over. */
-#define INT8_CHUNK_BYTES ((int64_t)16 << 20)
-
-/* The float weight `name` [out, in], quantized to int8 on the host a chunk of
- * rows at a time (orin_quantize_int8) and copied to the device. */
-static int load_int8(orin_model *m, const orin_st_archive *ar, const char *model_dir,
-                     const char *name, int64_t out, int64_t in, orin_qweight *q)
-{
-    const int64_t dims[2] = {out, in};
-    const orin_st_tensor *st = orin_st_find_float(ar, model_dir, name, 2, dims);
-    if (!st)
-        return -1;
-    const int32_t group = orin_int8_group_size(in);
-    const int64_t groups = in / group;
-    const int64_t sdims[2] = {out, groups};
-    q->group_size = group;
-    if (alloc_tensor(m, &q->qweight, ORIN_I8, 2, dims, name) != 0 ||
-        alloc_tensor(m, &q->scales, ORIN_F16, 2, sdims, name) != 0)
-        return -1;
-    m->weight_bytes += orin_tensor_nbytes(&q->qweight) + orin_tensor_nbytes(&q->scales);
-
-    int64_t chunk = INT8_CHUNK_BYTES / in;
-    chunk = chunk < 1 ? 1 : chunk > out ? out : chunk;
-    int8_t *qbuf = malloc((size_t)(chunk * in));
-    uint16_t *sbuf = malloc((size_t)(chunk * groups) * sizeof *sbuf);
-    int rc = qbuf && sbuf ? 0 : orin_error_set("%s: out of memory quantizing to int8", name);
-    const size_t src_size = orin_dtype_size(st->dtype);
-    for (int64_t r0 = 0; rc == 0 && r0 < out; r0 += chunk) {
-        int64_t rows = out - r0 < chunk ? out - r0 : chunk;
-        if (orin_quantize_int8((const char *)st->data + (size_t)(r0 * in) * src_size, st->dtype,
-                               rows, in, group, m->dev->threads, qbuf, sbuf) != 0) {
-            rc = orin_error_prefix("%s: tensor '%s' (rows from %lld): ", st->file, name,
-                                   (long long)r0);
-            break;
-        }
-        if (m->dev->ops->copy_h2d(m->dev, (int8_t *)q->qweight.data + r0 * in, qbuf,
-                                  (size_t)(rows * in)) != 0 ||
-            m->dev->ops->copy_h2d(m->dev, (uint16_t *)q->scales.data + r0 * groups, sbuf,
-                                  (size_t)(rows * groups) * sizeof *sbuf) != 0)
-            rc = orin_error_prefix("%s: ", name);
-    }
-    free(qbuf);
-    free(sbuf);
-    return rc == 0 ? prepare_qweight(m, ORIN_WEIGHT_INT8, name, out, in, q) : rc;
-}
-
-/* A linear layer in its format, and its bias. */
-static int load_linear(orin_model *m, const orin_st_archive *ar, const char *model_dir,
-                       const char *module, int64_t out, int64_t in, bool bias, qwen_linear *L)
-{
-    char name[192];
-    const int64_t dims[2] = {out, in};
-    if (tensor_name(name, module, "weight") != 0)
-        return -1;
-    int rc = L->fmt == ORIN_WEIGHT_AWQ4   ? load_awq4(m, ar, model_dir, module, out, in, &L->q)
-             : L->fmt == ORIN_WEIGHT_INT8 ? load_int8(m, ar, model_dir, name, out, in, &L->q)
-                                          : load_weight(m, ar, model_dir, name, 2, dims, &L->w);
-    if (rc == 0 && bias)
-        rc = tensor_name(name, module, "bias") != 0 ||
-                     load_weight(m, ar, model_dir, name, 1, &out, &L->bias) != 0
-                 ? -1
-                 : 0;
-    return rc;
-}
-
-/* Device bytes of a linear layer of out x in stored as fmt, its bias included. */
-static double linear_bytes(const orin_model *m, orin_weight_format fmt, int64_t out, int64_t in,
-                           bool bias)
-{
-    const double dsize = (double)orin_dtype_size(m->dtype);
-    const double groups = fmt == ORIN_WEIGHT_FLOAT ? 0 : (double)in / group_of(m, fmt, in);
-    const double o = (double)out, i = (double)in;
-    double bytes = bias ? o * dsize : 0;
-    if (fmt == ORIN_WEIGHT_AWQ4) /* nibbles, zeros (nibbles too), f16 scales */
-        return bytes + o * i / 2 + groups * o / 2 + groups * o * 2;
-    if (fmt == ORIN_WEIGHT_INT8) /* bytes, f16 scales */
-        return bytes + o * i + o * groups * 2;
-    return bytes + o * i * dsize;
-}
-
-/* The linear layers and the norms of a decoder layer: their names after
- * "model.layers.N.", where they go, and their shapes as config.json implies
- * them; the one list that the formats, the memory plan and the loader walk. */
-typedef struct layer_linear {
-    const char *module;
-    qwen_linear *dst;
-    int64_t out, in;
-    bool bias;
-} layer_linear;
-
-typedef struct layer_norm {
-    const char *name;
-    orin_tensor *dst;
-    int64_t dim;
-    bool present;
-} layer_norm;
-
-enum { LAYER_LINEARS = 7, LAYER_NORMS = 4 };
-
-static void layer_linears(const orin_model_config *c, qwen_layer *L,
-                          layer_linear out[LAYER_LINEARS])
-{
-    const int64_t d = c->hidden_size, f = c->intermediate_size, hd = c->head_dim;
-    const int64_t qd = (int64_t)c->num_attention_heads * hd;
-    const int64_t kvd = (int64_t)c->num_key_value_heads * hd;
-    const bool qkv_bias = c->attention_bias;
-    /* Qwen2 never biases o_proj; Qwen3 biases all four when attention_bias. */
-    const bool o_bias = c->attention_bias && c->arch == ORIN_ARCH_QWEN3;
-    const layer_linear table[LAYER_LINEARS] = {
-        {"self_attn.q_proj", &L->q, qd, d, qkv_bias},
-        {"self_attn.k_proj", &L->k, kvd, d, qkv_bias},
-        {"self_attn.v_proj", &L->v, kvd, d, qkv_bias},
-        {"self_attn.o_proj", &L->o, d, qd, o_bias},
-        {"mlp.gate_proj", &L->gate, f, d, false},
-        {"mlp.up_proj", &L->up, f, d, false},
-        {"mlp.down_proj", &L->down, d, f, false},
-    };
-    memcpy(out, table, sizeof table);
-}
-
-static void layer_norms(const orin_model_config *c, qwen_layer *L, layer_norm out[LAYER_NORMS])
-{
-    const layer_norm table[LAYER_NORMS] = {
-        {"input_layernorm.weight", &L->attn_norm, c->hidden_size, true},
-        {"self_attn.q_norm.weight", &L->q_norm, c->head_dim, c->qk_norm},
-        {"self_attn.k_norm.weight", &L->k_norm, c->head_dim, c->qk_norm},
-        {"post_attention_layernorm.weight", &L->mlp_norm, c->hidden_size, true},
-    };
-    memcpy(out, table, sizeof table);
-}
-
-/* The format a linear layer (its full module name) is stored in on the
- * device: the folder's (AWQ where quantization_config covers the layer), else
- * int8 where model.quant = int8 asks for it, else the compute dtype. */
-static orin_weight_format layer_format(const orin_model *m, const char *module)
-{
-    if (m->cfg.quant.method == ORIN_QUANT_AWQ)
-        return orin_quant_covers(&m->cfg.quant, module) ? ORIN_WEIGHT_AWQ4 : ORIN_WEIGHT_FLOAT;
-    return m->int8 ? ORIN_WEIGHT_INT8 : ORIN_WEIGHT_FLOAT;
-}
-
-/* Decides every linear layer's format before anything is bound or loaded
- * (the ops to bind and the memory plan depend on them). */
-static void assign_formats(orin_model *m)
-{
-    for (int32_t i = 0; i < m->cfg.num_hidden_layers; i++) {
-        layer_linear table[LAYER_LINEARS];
-        layer_linears(&m->cfg, &m->layers[i], table);
-        for (size_t t = 0; t < LAYER_LINEARS; t++) {
-            char module[160];
-            snprintf(module, sizeof module, "%slayers.%d.%s", m->prefix, i, table[t].module);
-            table[t].dst->fmt = layer_format(m, module);
-            m->uses_format[table[t].dst->fmt] = true;
-        }
-    }
-    m->lm_head.fmt = m->int8 && m->int8_lm_head ? ORIN_WEIGHT_INT8 : ORIN_WEIGHT_FLOAT;
-    m->uses_format[m->lm_head.fmt] = true;
-}
-
-/* Uploads `src` converted to the compute dtype into `dst`, which the caller
- * made (a part of a stacked buffer). */
-static int upload_into(orin_model *m, const orin_st_tensor *src, const orin_tensor *dst)
-{
-    size_t n = (size_t)orin_tensor_numel(dst);
-    if (m->dev->ops->upload(m->dev, dst->data, m->dtype, src->data, src->dtype, n) != 0)
-        return orin_error_prefix("%s: ", src->name);
-    return 0;
-}
-
-/* Linears of one input in float, `count` of them from linears[0]: one device
- * buffer of their weights stacked, [out_0 + out_1 + ..., in], each layer's
- * tensor a row view of it (and their biases likewise), so that a prefill can
- * run the products as one wide GEMM (matmul.qkv for q, k and v, where k and v
- * alone leave SMs idle; matmul.swiglu for gate and up). */
-static int load_stacked(orin_model *m, const orin_st_archive *ar, const char *dir, int32_t i,
-                        const layer_linear *linears, int count)
-{
-    const int64_t in = linears[0].in;
-    int64_t total = 0;
-    for (int t = 0; t < count; t++)
-        total += linears[t].out;
-    const bool bias = linears[0].bias;
-    orin_tensor w, b = {0};
-    char name[192];
-    snprintf(name, sizeof name, "%slayers.%d.%s and %d more (stacked)", m->prefix, i,
-             linears[0].module, count - 1);
-    if (alloc_tensor(m, &w, m->dtype, 2, (int64_t[]){total, in}, name) != 0 ||
-        (bias && alloc_tensor(m, &b, m->dtype, 1, &total, name) != 0))
-        return -1;
-    m->weight_bytes += orin_tensor_nbytes(&w) + (bias ? orin_tensor_nbytes(&b) : 0);
-    const size_t elem = orin_dtype_size(m->dtype);
-    for (int t = 0, row = 0; t < count; row += (int)linears[t].out, t++) {
-        qwen_linear *L = linears[t].dst;
-        const int64_t out = linears[t].out, dims[2] = {out, in};
-        L->w = orin_tensor_make((char *)w.data + (size_t)row * (size_t)in * elem, m->dtype,
-                                m->dev->kind, 2, dims);
-        L->bias = bias ? orin_tensor_make((char *)b.data + (size_t)row * elem, m->dtype,
-                                          m->dev->kind, 1, &out)
-                       : (orin_tensor){0};
-        snprintf(name, sizeof name, "%slayers.%d.%s.weight", m->prefix, i, linears[t].module);
-        const orin_st_tensor *st = orin_st_find_float(ar, dir, name, 2, dims);
-        if (!st || upload_into(m, st, &L->w) != 0)
-            return -1;
-        if (!bias)
-            continue;
-        snprintf(name, sizeof name, "%slayers.%d.%s.bias", m->prefix, i, linears[t].module);
-        st = orin_st_find_float(ar, dir, name, 1, &out);
-        if (!st || upload_into(m, st, &L->bias) != 0)
-            return -1;
-    }
-    return 0;
-}
-
-static int load_layer(orin_model *m, const orin_st_archive *ar, const char *dir, int32_t i,
-                      qwen_layer *L)
-{
-    layer_norm norms[LAYER_NORMS];
-    layer_linear linears[LAYER_LINEARS];
-    layer_norms(&m->cfg, L, norms);
-    layer_linears(&m->cfg, L, linears);
-    char name[192];
-    for (size_t t = 0; t < LAYER_NORMS; t++) {
-        memset(norms[t].dst, 0, sizeof *norms[t].dst); /* absent: data NULL */
-        if (!norms[t].present)
-            continue;
-        snprintf(name, sizeof name, "%slayers.%d.%s", m->prefix, i, norms[t].name);
-        if (load_weight(m, ar, dir, name, 1, &norms[t].dim, norms[t].dst) != 0)
-            return -1;
-    }
-    /* linears[0..2] are q, k, v, [4..5] gate and up (layer_linears) */
-    const bool stack_qkv = L->q.fmt == ORIN_WEIGHT_FLOAT && L->k.fmt == ORIN_WEIGHT_FLOAT &&
-                           L->v.fmt == ORIN_WEIGHT_FLOAT;
-    const bool stack_mlp = L->gate.fmt == ORIN_WEIGHT_FLOAT && L->up.fmt == ORIN_WEIGHT_FLOAT;
-    if ((stack_qkv && load_stacked(m, ar, dir, i, &linears[0], 3) != 0) ||
-        (stack_mlp && load_stacked(m, ar, dir, i, &linears[4], 2) != 0))
-        return -1;
-    for (size_t t = 0; t < LAYER_LINEARS; t++) {
-        if ((stack_qkv && t < 3) || (stack_mlp && (t == 4 || t == 5)))
-            continue;
-        snprintf(name, sizeof name, "%slayers.%d.%s", m->prefix, i, linears[t].module);
-        if (load_linear(m, ar, dir, name, linears[t].out, linears[t].in, linears[t].bias,
-                        linears[t].dst) != 0)
-            return -1;
-    }
-    return 0;
-}
-
-/* Bytes the weights take on the device: the compute dtype, or the packed
- * formats at their size. */
-static double weight_bytes_planned(const orin_model *m)
-{
-    const orin_model_config *c = &m->cfg;
-    const double dsize = (double)orin_dtype_size(m->dtype);
-    const int64_t V = c->vocab_size, d = c->hidden_size;
-    double bytes = 0;
-    for (int32_t i = 0; i < c->num_hidden_layers; i++) {
-        layer_norm norms[LAYER_NORMS];
-        layer_linear linears[LAYER_LINEARS];
-        layer_norms(c, &m->layers[i], norms);
-        layer_linears(c, &m->layers[i], linears);
-        for (size_t t = 0; t < LAYER_NORMS; t++)
-            bytes += norms[t].present ? (double)norms[t].dim * dsize : 0;
-        for (size_t t = 0; t < LAYER_LINEARS; t++)
-            bytes += linear_bytes(m, linears[t].dst->fmt, linears[t].out, linears[t].in,
-                                  linears[t].bias);
-    }
-    const bool head_is_embed = c->tie_word_embeddings && m->lm_head.fmt == ORIN_WEIGHT_FLOAT;
-    bytes += (double)V * d * dsize + (double)d * dsize; /* embeddings, final norm */
-    bytes += m->vision_bytes;
-    return bytes + (head_is_embed ? 0 : linear_bytes(m, m->lm_head.fmt, V, d, false));
-}
-
-/* Weights of a layer config.json does not have: the config belongs to another
- * model (fewer layers would silently run a truncated network). */
-static int check_layer_count(const orin_st_archive *ar, const char *prefix, int32_t n_layers)
-{
-    const size_t plen = strlen(prefix);
-    for (size_t i = 0; i < orin_st_count(ar); i++) {
-        const orin_st_tensor *t = orin_st_at(ar, i);
-        long layer;
-        int used = 0;
-        if (strncmp(t->name, prefix, plen) == 0 &&
-            sscanf(t->name + plen, "layers.%ld.%n", &layer, &used) == 1 && used > 0 &&
-            layer >= n_layers)
-            return orin_error_set("%s: tensor '%s' is beyond config.json's num_hidden_layers "
-                                  "= %d", t->file, t->name, n_layers);
-    }
-    return 0;
-}
-
-static void show_progress(bool on, int32_t done, int32_t total)
-{
-    if (!on)
-        return;
-    fprintf(stderr, "\rorin: loading weights: layer %d/%d", done, total);
-    if (done == total)
-        fputc('\n', stderr);
-    fflush(stderr);
-}
-
-/* lm_head: the input embedding when tied (a quantized lm_head is then its own
- * int8 copy of the table), else lm_head.weight. */
-static int load_lm_head(orin_model *m, const orin_st_archive *ar, const char *dir)
-{
-    const orin_model_config *c = &m->cfg;
-    const int64_t vd[2] = {c->vocab_size, c->hidden_size};
-    char name[192];
-    snprintf(name, sizeof name, "%s%s", c->tie_word_embeddings ? m->prefix : "",
-             c->tie_word_embeddings ? "embed_tokens.weight" : "lm_head.weight");
-    if (m->lm_head.fmt == ORIN_WEIGHT_INT8)
-        return load_int8(m, ar, dir, name, vd[0], vd[1], &m->lm_head.q);
-    if (c->tie_word_embeddings) {
-        m->lm_head.w = m->embed;
-        return 0;
-    }
-    return load_weight(m, ar, dir, name, 2, vd, &m->lm_head.w);
-}
-
-static int load_weights(orin_model *m, const char *dir, bool progress)
-{
-    orin_st_archive *ar = NULL;
-    if (orin_st_open_dir(dir, &ar) != 0)
-        return -1;
-    const orin_model_config *c = &m->cfg;
-    const int64_t vd[2] = {c->vocab_size, c->hidden_size};
-    const int64_t nd[1] = {c->hidden_size};
-    char embed[192], norm[192];
-    snprintf(embed, sizeof embed, "%sembed_tokens.weight", m->prefix);
-    snprintf(norm, sizeof norm, "%snorm.weight", m->prefix);
-    int rc = check_layer_count(ar, m->prefix, c->num_hidden_layers);
-    if (rc == 0)
-        rc = load_weight(m, ar, dir, embed, 2, vd, &m->embed);
-    if (rc == 0)
-        rc = load_weight(m, ar, dir, norm, 1, nd, &m->final_norm);
-    if (rc == 0)
-        rc = load_lm_head(m, ar, dir);
-    for (int32_t i = 0; rc == 0 && i < c->num_hidden_layers; i++) {
-        rc = load_layer(m, ar, dir, i, &m->layers[i]);
-        show_progress(progress && rc == 0, i + 1, c->num_hidden_layers);
-    }
-    orin_st_close(ar);
-    return rc;
 }
 
 /* ---- ops and buffers ---------------------------------------------------------- */
@@ -882,9 +228,9 @@ static int bind_ops(orin_model *m, const orin_model_options *opt)
 static int alloc_vl_buffers(orin_model *m, int32_t rows)
 {
     const int64_t pd[1] = {rows}, td[2] = {rows, m->cfg.head_dim / 2};
-    if (alloc_tensor(m, &m->rope_pos, ORIN_I32, 1, pd, "rope positions") != 0 ||
-        alloc_tensor(m, &m->rope_cos, ORIN_F32, 2, td, "M-RoPE tables") != 0 ||
-        alloc_tensor(m, &m->rope_sin, ORIN_F32, 2, td, "M-RoPE tables") != 0)
+    if (qwen_alloc_tensor(m, &m->rope_pos, ORIN_I32, 1, pd, "rope positions") != 0 ||
+        qwen_alloc_tensor(m, &m->rope_cos, ORIN_F32, 2, td, "M-RoPE tables") != 0 ||
+        qwen_alloc_tensor(m, &m->rope_sin, ORIN_F32, 2, td, "M-RoPE tables") != 0)
         return -1;
     m->host_rope_pos = malloc((size_t)rows * sizeof *m->host_rope_pos);
     return m->host_rope_pos ? 0 : orin_error_set("rope positions: out of memory");
@@ -953,7 +299,7 @@ static int decode_ahead_setup(orin_model *m)
         return orin_error_set("decode positions: out of memory");
     for (int32_t i = 0; i < m->context; i++)
         table[i] = i;
-    int rc = alloc_tensor(m, &a->positions, ORIN_I32, 1, &(int64_t){m->context}, "positions");
+    int rc = qwen_alloc_tensor(m, &a->positions, ORIN_I32, 1, &(int64_t){m->context}, "positions");
     if (rc == 0)
         rc = d->copy_h2d(m->dev, a->positions.data, table, (size_t)m->context * sizeof *table);
     free(table);
@@ -975,7 +321,7 @@ static int alloc_buffers(orin_model *m, int32_t rows)
     b->rows = rows;
     for (size_t i = 0; i < BUFFERS; i++) {
         int64_t dims[2] = {table[i].one_row ? 1 : rows, table[i].cols};
-        if (alloc_tensor(m, table[i].t, table[i].dt, table[i].cols ? 2 : 1, dims, table[i].what))
+        if (qwen_alloc_tensor(m, table[i].t, table[i].dt, table[i].cols ? 2 : 1, dims, table[i].what))
             return -1;
     }
     m->host_pos = malloc((size_t)rows * sizeof *m->host_pos);
@@ -984,8 +330,8 @@ static int alloc_buffers(orin_model *m, int32_t rows)
         return orin_error_set("positions and logits: out of memory");
     if (m->op.sample) { /* the device history and the candidates' block */
         const int64_t one = 1;
-        if (alloc_tensor(m, &m->history, ORIN_I32, 1, &(int64_t){m->context}, "history") ||
-            alloc_tensor(m, &m->history_n, ORIN_I32, 1, &one, "history") ||
+        if (qwen_alloc_tensor(m, &m->history, ORIN_I32, 1, &(int64_t){m->context}, "history") ||
+            qwen_alloc_tensor(m, &m->history_n, ORIN_I32, 1, &one, "history") ||
             !(m->sample_dev = model_alloc(m, sizeof(sample_block), "sampling")))
             return -1;
         m->history_mirror = malloc((size_t)m->context * sizeof *m->history_mirror);
@@ -994,7 +340,7 @@ static int alloc_buffers(orin_model *m, int32_t rows)
             return orin_error_set("sampling: out of memory");
     }
     if (m->op.matmul_argmax &&
-        alloc_tensor(m, &m->greedy_id, ORIN_I32, 1, &(int64_t){1}, "greedy pick") != 0)
+        qwen_alloc_tensor(m, &m->greedy_id, ORIN_I32, 1, &(int64_t){1}, "greedy pick") != 0)
         return -1;
     if (m->op.matmul_argmax && decode_ahead_setup(m) != 0)
         return -1;
@@ -1077,7 +423,7 @@ static double bytes_needed(const orin_model *m, int32_t context, int32_t chunk, 
     int32_t rows = chunk < context ? chunk : context;
     *kv = 2.0 * c->num_hidden_layers * c->num_key_value_heads * c->head_dim *
           (double)orin_dtype_size(m->dtype) * context;
-    return weight_bytes_planned(m) + *kv + buffer_bytes_planned(m, rows) +
+    return qwen_weight_bytes_planned(m) + *kv + buffer_bytes_planned(m, rows) +
            workspace_planned(m, rows, context);
 }
 
@@ -1107,7 +453,7 @@ static int check_memory(const orin_model *m, int32_t chunk)
         else
             hi = mid - 1;
     }
-    double weights = weight_bytes_planned(m);
+    double weights = qwen_weight_bytes_planned(m);
     char hint[96];
     if (lo > 0)
         snprintf(hint, sizeof hint, "runtime.max_context = %d would fit", lo);
@@ -1120,586 +466,13 @@ static int check_memory(const orin_model *m, int32_t chunk)
                           (need - weights - kv) / gib, (double)free_b / gib, hint);
 }
 
-/* ---- graph building ------------------------------------------------------------ */
-
-/* The first n rows of a [rows, ...] buffer, reshaped to dims. */
-static orin_tensor rows_view(const orin_tensor *buf, int64_t row0, int ndim, const int64_t *dims)
-{
-    size_t row_bytes = orin_tensor_nbytes(buf) / (size_t)buf->shape[0];
-    return orin_tensor_make((char *)buf->data + (size_t)row0 * row_bytes, buf->dtype, buf->device,
-                            ndim, dims);
-}
-
-static orin_tensor rows2(const orin_tensor *buf, int64_t row0, int64_t n)
-{
-    int64_t dims[2] = {n, buf->shape[1]};
-    return rows_view(buf, row0, 2, dims);
-}
-
-/* Elements row0..row0+n-1 of a vector. */
-static orin_tensor vec_view(const orin_tensor *buf, int64_t row0, int64_t n)
-{
-    int64_t dims[1] = {n};
-    return rows_view(buf, row0, 1, dims);
-}
-
-static orin_tensor rows1(const orin_tensor *buf, int64_t n)
-{
-    int64_t dims[1] = {n};
-    return rows_view(buf, 0, 1, dims);
-}
-
-typedef struct graph_builder {
-    orin_graph *g;
-    int32_t layer;
-    int rc;
-    bool fold_norms; /* decode: the norms go into the products after them (norm_into) */
-    orin_tensor x;   /* the residual stream: buf.x, or buf.x_alt after a folded norm */
-} graph_builder;
-
-/* Bytes of the tensors a node reads and writes (NULL-data ones count 0), for
- * the profile: bytes(3, &a.x, &a.w, &a.y). */
-static double bytes_of(int count, ...)
-{
-    va_list ap;
-    double total = 0;
-    va_start(ap, count);
-    for (int i = 0; i < count; i++) {
-        const orin_tensor *t = va_arg(ap, const orin_tensor *);
-        if (t && t->data)
-            total += (double)orin_tensor_nbytes(t);
-    }
-    va_end(ap);
-    return total;
-}
-
-/* Appends node ARGS running IMPL, labelled "layer N WHAT", moving BYTES. */
-#define ADD_NODE_BYTES(B, IMPL, ARGS, WHAT, BYTES)                                        \
-    do {                                                                                  \
-        char label_[48];                                                                  \
-        if ((B)->layer >= 0)                                                              \
-            snprintf(label_, sizeof label_, "layer %d %s", (B)->layer, WHAT);            \
-        else                                                                              \
-            snprintf(label_, sizeof label_, "%s", WHAT);                                  \
-        if ((B)->rc == 0)                                                                 \
-            (B)->rc = orin_graph_add((B)->g, IMPL, &(ARGS), sizeof(ARGS), label_, BYTES); \
-    } while (0)
-#define ADD_NODE(B, IMPL, ARGS, WHAT, ...)                                                \
-    ADD_NODE_BYTES(B, IMPL, ARGS, WHAT,                                                   \
-                   ((orin_node_bytes){.fixed = bytes_of(__VA_ARGS__)}))
-
-/* y = x . w^T (+ bias) by the matmul of the layer's format. */
-static void add_matmul(orin_model *m, graph_builder *b, orin_tensor x, const qwen_linear *L,
-                       orin_tensor y, const char *what)
-{
-    if (L->fmt == ORIN_WEIGHT_FLOAT) {
-        orin_matmul_args a = {.x = x, .w = L->w, .bias = L->bias, .y = y};
-        ADD_NODE(b, m->op.matmul, a, what, 4, &a.x, &a.w, &a.bias, &a.y);
-        return;
-    }
-    orin_matmul_quant_args a = {.x = x, .w = L->q, .bias = L->bias, .y = y};
-    ADD_NODE(b, m->op.matmul_quant[L->fmt], a, what, 6, &a.x, &a.w.qweight, &a.w.zeros,
-             &a.w.scales, &a.bias, &a.y);
-}
-
-static void add_rmsnorm(orin_model *m, graph_builder *b, orin_tensor x, const orin_tensor *w,
-                        orin_tensor out, const char *what)
-{
-    orin_rmsnorm_args a = {.x = x, .weight = *w, .out = out, .eps = (float)m->cfg.rms_norm_eps};
-    ADD_NODE(b, m->op.rmsnorm, a, what, 3, &a.x, &a.weight, &a.out);
-}
-
-/* Residual add, then rmsnorm: x += *residual (when residual is not NULL), h =
- * rmsnorm(x) * w. One fused op where bound, else add and rmsnorm. */
-static void add_residual_norm(orin_model *m, graph_builder *b, orin_tensor x,
-                              const orin_tensor *residual, const orin_tensor *w, orin_tensor h,
-                              const char *what)
-{
-    if (m->op.add_rmsnorm) {
-        orin_add_rmsnorm_args a = {.x = x, .weight = *w, .out = h,
-                                   .eps = (float)m->cfg.rms_norm_eps};
-        if (residual)
-            a.residual = *residual;
-        ADD_NODE(b, m->op.add_rmsnorm, a, what, 5, &a.x, &a.residual, &a.x, &a.weight,
-                 &a.out);
-        return;
-    }
-    if (residual) {
-        orin_add_args res = {.a = x, .b = *residual, .out = x};
-        ADD_NODE(b, m->op.add, res, "residual", 3, &res.a, &res.b, &res.out);
-    }
-    add_rmsnorm(m, b, x, w, h, what);
-}
-
-/* Whether a decode step hands layer L's two norms to the products after them
- * (orin_norm_in): where both are fused ops (matmul.qkv and matmul.swiglu, or
- * their quantized forms). The GEMV on tiles normalises the row in each of its
- * few hundred blocks (Qwen3-8B AWQ: 2.325 -> 2.246 ms a step); the float ones
- * in the resident GEMV, once a block (cuda_fused.cu), or apart where that
- * does not fit (f32, rows wider than 4,096). */
-static bool layer_folds_norms(const orin_model *m, const qwen_layer *L)
-{
-    const orin_weight_format f = L->q.fmt, g = L->gate.fmt;
-    const bool qkv = L->k.fmt == f && L->v.fmt == f &&
-                     (f == ORIN_WEIGHT_FLOAT ? m->op.matmul_qkv != NULL
-                                             : m->op.matmul_qkv_quant[f] != NULL);
-    const bool mlp = L->up.fmt == g && (g == ORIN_WEIGHT_FLOAT ? m->op.matmul_swiglu != NULL
-                                                               : m->op.matmul_swiglu_quant[g] != NULL);
-    return qkv && mlp;
-}
-
-/* The residual add + norm before a product, folded into it (b->fold_norms):
- * the product reads the stream x (+ residual) and normalises it itself, the
- * sum going to the other stream buffer, which becomes the stream. Returns the
- * norm for the product's call; the input it reads is b->x as it was. */
-static orin_norm_in norm_into(orin_model *m, graph_builder *b, const orin_tensor *residual,
-                              const orin_tensor *w, int64_t n)
-{
-    qwen_buffers *bf = &m->buf;
-    const bool on_x = b->x.data == bf->x.data;
-    orin_norm_in norm = {.weight = *w, .eps = (float)m->cfg.rms_norm_eps,
-                         .x_out = rows2(on_x ? &bf->x_alt : &bf->x, 0, n)};
-    if (residual)
-        norm.residual = *residual;
-    b->x = norm.x_out;
-    return norm;
-}
-
-/* q, k and v of h; with a norm in front (norm.weight set: norm_into), of h
- * plus the residual, normalised by the product itself. */
-static void add_qkv(orin_model *m, graph_builder *b, const qwen_layer *L, orin_tensor h,
-                    int64_t n, orin_norm_in norm)
-{
-    qwen_buffers *bf = &m->buf;
-    const bool all_float = L->q.fmt == ORIN_WEIGHT_FLOAT && L->k.fmt == ORIN_WEIGHT_FLOAT &&
-                           L->v.fmt == ORIN_WEIGHT_FLOAT;
-    if (m->op.matmul_qkv && all_float) {
-        orin_matmul_qkv_args a = {
-            .x = h,
-            .norm = norm,
-            .w = {L->q.w, L->k.w, L->v.w},
-            .bias = {L->q.bias, L->k.bias, L->v.bias},
-            .y = {rows2(&bf->q, 0, n), rows2(&bf->k, 0, n), rows2(&bf->v, 0, n)},
-        };
-        ADD_NODE(b, m->op.matmul_qkv, a, "qkv_proj", 13, &a.x, &a.w[0], &a.w[1], &a.w[2],
-                 &a.bias[0], &a.bias[1], &a.bias[2], &a.y[0], &a.y[1], &a.y[2],
-                 &a.norm.residual, &a.norm.weight, &a.norm.x_out);
-        return;
-    }
-    const orin_weight_format f = L->q.fmt;
-    if (f != ORIN_WEIGHT_FLOAT && L->k.fmt == f && L->v.fmt == f && m->op.matmul_qkv_quant[f]) {
-        orin_matmul_qkv_quant_args a = {
-            .x = h,
-            .norm = norm,
-            .w = {L->q.q, L->k.q, L->v.q},
-            .bias = {L->q.bias, L->k.bias, L->v.bias},
-            .y = {rows2(&bf->q, 0, n), rows2(&bf->k, 0, n), rows2(&bf->v, 0, n)},
-        };
-        ADD_NODE(b, m->op.matmul_qkv_quant[f], a, "qkv_proj", 19, &a.x, &a.w[0].qweight,
-                 &a.w[0].zeros, &a.w[0].scales, &a.w[1].qweight, &a.w[1].zeros,
-                 &a.w[1].scales, &a.w[2].qweight, &a.w[2].zeros, &a.w[2].scales, &a.bias[0],
-                 &a.bias[1], &a.bias[2], &a.y[0], &a.y[1], &a.y[2], &a.norm.residual,
-                 &a.norm.weight, &a.norm.x_out);
-        return;
-    }
-    add_matmul(m, b, h, &L->q, rows2(&bf->q, 0, n), "q_proj");
-    add_matmul(m, b, h, &L->k, rows2(&bf->k, 0, n), "k_proj");
-    add_matmul(m, b, h, &L->v, rows2(&bf->v, 0, n), "v_proj");
-}
-
-/* RoPE on q and k: by the chunk's M-RoPE tables during a prefill with
- * images, else at rope_pos. */
-static void add_rope(orin_model *m, graph_builder *b, orin_tensor q, orin_tensor k,
-                     orin_tensor rope_pos, int64_t n)
-{
-    if (m->img) {
-        const int64_t td[2] = {n, m->cfg.head_dim / 2};
-        orin_tensor cos = rows_view(&m->rope_cos, 0, 2, td);
-        orin_tensor sin = rows_view(&m->rope_sin, 0, 2, td);
-        orin_rope_table_args rq = {.x = q, .cos = cos, .sin = sin};
-        orin_rope_table_args rk = {.x = k, .cos = cos, .sin = sin};
-        ADD_NODE(b, m->op.rope_table, rq, "mrope q", 4, &rq.x, &rq.cos, &rq.sin, &rq.x);
-        ADD_NODE(b, m->op.rope_table, rk, "mrope k", 4, &rk.x, &rk.cos, &rk.sin, &rk.x);
-        return;
-    }
-    const float theta = (float)m->cfg.rope_theta;
-    orin_rope_args rq = {.x = q, .positions = rope_pos, .theta = theta};
-    orin_rope_args rk = {.x = k, .positions = rope_pos, .theta = theta};
-    ADD_NODE(b, m->op.rope, rq, "rope q", 2, &rq.x, &rq.x);
-    ADD_NODE(b, m->op.rope, rk, "rope k", 2, &rk.x, &rk.x);
-}
-
-/* [Qwen3] q/k norms, RoPE on q and k, k and v into the cache at pos. */
-static void add_rope_cache(orin_model *m, graph_builder *b, const qwen_layer *L, orin_tensor q,
-                           orin_tensor k, orin_tensor v, orin_tensor pos, orin_tensor rope_pos,
-                           const orin_kv_view *cache, int64_t n)
-{
-    const orin_model_config *c = &m->cfg;
-    /* (a prefill with images rotates by its M-RoPE tables: the plain ops) */
-    if (m->op.rope_kv_write && !m->img) {
-        orin_rope_kv_write_args a = {.q = q, .k = k, .v = v, .positions = pos,
-                                     .rope_positions = rope_pos,
-                                     .eps = (float)c->rms_norm_eps,
-                                     .theta = (float)c->rope_theta, .cache = *cache};
-        if (c->qk_norm) {
-            a.q_norm = L->q_norm;
-            a.k_norm = L->k_norm;
-        }
-        /* q and k read and written, v read, k and v written to the cache */
-        ADD_NODE(b, m->op.rope_kv_write, a, "rope_kv_write", 7, &a.q, &a.q, &a.k, &a.k, &a.k,
-                 &a.v, &a.v);
-        return;
-    }
-    if (c->qk_norm) {
-        const int64_t qr[2] = {n * q.shape[1], q.shape[2]}, kr[2] = {n * k.shape[1], k.shape[2]};
-        orin_tensor qf = orin_tensor_make(q.data, q.dtype, q.device, 2, qr);
-        orin_tensor kf = orin_tensor_make(k.data, k.dtype, k.device, 2, kr);
-        add_rmsnorm(m, b, qf, &L->q_norm, qf, "q_norm");
-        add_rmsnorm(m, b, kf, &L->k_norm, kf, "k_norm");
-    }
-    add_rope(m, b, q, k, rope_pos, n);
-    orin_kv_write_args kw = {.k = k, .v = v, .positions = pos, .cache = *cache};
-    ADD_NODE(b, m->op.kv_write, kw, "kv_write", 4, &kw.k, &kw.v, &kw.k, &kw.v);
-}
-
-/* The attention half of layer l. `pending` is the previous MLP's output when
- * its residual add was deferred into this layer's first norm (NULL if none). */
-static void add_attention_block(orin_model *m, graph_builder *b, int32_t l, int64_t n,
-                                bool decode, int32_t max_kv_len, const orin_tensor *pending)
-{
-    const orin_model_config *c = &m->cfg;
-    const qwen_layer *L = &m->layers[l];
-    qwen_buffers *bf = &m->buf;
-    const int64_t H = c->num_attention_heads, Hkv = c->num_key_value_heads, hd = c->head_dim;
-    orin_tensor h = rows2(&bf->h, 0, n), o = rows2(&bf->o, 0, n);
-    orin_tensor pos = rows1(&bf->pos, n);
-
-    orin_norm_in norm = {0}; /* folded: the product reads the stream, normalises it */
-    if (b->fold_norms) {
-        h = b->x;
-        norm = norm_into(m, b, pending, &L->attn_norm, n);
-    } else {
-        add_residual_norm(m, b, b->x, pending, &L->attn_norm, h, "input_layernorm");
-    }
-    add_qkv(m, b, L, h, n, norm);
-
-    const int64_t qh[3] = {n, H, hd}, kh[3] = {n, Hkv, hd};
-    orin_tensor q = rows_view(&bf->q, 0, 3, qh), k = rows_view(&bf->k, 0, 3, kh);
-    orin_tensor v = rows_view(&bf->v, 0, 3, kh);
-    orin_kv_view cache = orin_kv_cache_view(m->kv, l);
-    /* a Qwen3-VL model rotates by its own positions (struct orin_model) */
-    orin_tensor rope_pos = m->cfg.vl.is_vl ? rows1(&m->rope_pos, n) : pos;
-    add_rope_cache(m, b, L, q, k, v, pos, rope_pos, &cache, n);
-
-    orin_attention_args at = {
-        .q = q,
-        .out = rows_view(&bf->attn, 0, 3, qh),
-        .positions = pos,
-        .cache = cache,
-        .scale = (float)(1.0 / sqrt((double)hd)),
-        .max_kv_len = max_kv_len,
-    };
-    /* q and out, then K and V of every cache position read */
-    orin_node_bytes at_bytes = {
-        .fixed = bytes_of(2, &at.q, &at.out),
-        .per_position = 2.0 * (double)(Hkv * hd) * (double)orin_dtype_size(m->dtype),
-    };
-    ADD_NODE_BYTES(b, decode ? m->op.attn_decode : m->op.attn_prefill, at, "attention", at_bytes);
-    add_matmul(m, b, rows2(&bf->attn, 0, n), &L->o, o, "o_proj");
-}
-
-/* The MLP half of layer l, its norm adding the attention output to x first.
- * Its own output (o) is added to x here, or, where add_rmsnorm is bound, by
- * the next norm: returns true then (the add is pending). */
-static bool add_mlp_block(orin_model *m, graph_builder *b, int32_t l, int64_t n)
-{
-    const qwen_layer *L = &m->layers[l];
-    qwen_buffers *bf = &m->buf;
-    orin_tensor h = rows2(&bf->h, 0, n), o = rows2(&bf->o, 0, n);
-    orin_tensor gate = rows2(&bf->gate, 0, n), up = rows2(&bf->up, 0, n);
-
-    orin_norm_in norm = {0}; /* folded: the product reads the stream, normalises it */
-    if (b->fold_norms) {
-        h = b->x;
-        norm = norm_into(m, b, &o, &L->mlp_norm, n);
-    } else {
-        add_residual_norm(m, b, b->x, &o, &L->mlp_norm, h, "post_attention_layernorm");
-    }
-    if (m->op.matmul_swiglu && L->gate.fmt == ORIN_WEIGHT_FLOAT &&
-        L->up.fmt == ORIN_WEIGHT_FLOAT) {
-        orin_matmul_swiglu_args a = {.x = h, .norm = norm, .w_gate = L->gate.w,
-                                     .w_up = L->up.w, .out = gate};
-        ADD_NODE(b, m->op.matmul_swiglu, a, "gate_up_swiglu", 7, &a.x, &a.w_gate, &a.w_up,
-                 &a.out, &a.norm.residual, &a.norm.weight, &a.norm.x_out);
-    } else if (L->gate.fmt != ORIN_WEIGHT_FLOAT && L->up.fmt == L->gate.fmt &&
-               m->op.matmul_swiglu_quant[L->gate.fmt]) {
-        orin_matmul_swiglu_quant_args a = {.x = h, .norm = norm, .w_gate = L->gate.q,
-                                           .w_up = L->up.q, .out = gate};
-        ADD_NODE(b, m->op.matmul_swiglu_quant[L->gate.fmt], a, "gate_up_swiglu", 11, &a.x,
-                 &a.w_gate.qweight, &a.w_gate.zeros, &a.w_gate.scales, &a.w_up.qweight,
-                 &a.w_up.zeros, &a.w_up.scales, &a.out, &a.norm.residual, &a.norm.weight,
-                 &a.norm.x_out);
-    } else {
-        add_matmul(m, b, h, &L->gate, gate, "gate_proj");
-        add_matmul(m, b, h, &L->up, up, "up_proj");
-        orin_swiglu_args sw = {.gate = gate, .up = up, .out = gate};
-        ADD_NODE(b, m->op.swiglu, sw, "swiglu", 3, &sw.gate, &sw.up, &sw.out);
-    }
-    add_matmul(m, b, gate, &L->down, o, "down_proj");
-    if (m->op.add_rmsnorm)
-        return true;
-    orin_add_args res = {.a = b->x, .b = o, .out = b->x};
-    ADD_NODE(b, m->op.add, res, "residual", 3, &res.a, &res.b, &res.out);
-    return false;
-}
-
-/* During a prefill with images, over the chunk's runs of image tokens: with
- * layer -1 their input rows become the image embeddings (the embedding op
- * picking rows of the uploaded embeddings, as masked_scatter does); after
- * decoder layer `layer` < the DeepStack features, feature `layer` is added to
- * them (README-vl.md, section 7). */
-static void add_image_rows(orin_model *m, graph_builder *b, int64_t n, int32_t layer)
-{
-    const vl_images *img = m->img;
-    if (!img || layer >= img->n_deepstack)
-        return;
-    for (int64_t r = 0; r < n;) {
-        const int32_t f0 = img->feature[img->chunk0 + r];
-        int64_t len = 1;
-        if (f0 < 0) {
-            r++;
-            continue;
-        }
-        while (r + len < n && img->feature[img->chunk0 + r + len] == f0 + len)
-            len++;
-        orin_tensor x = rows2(&m->buf.x, r, len);
-        if (layer < 0) {
-            orin_embedding_args e = {.table = img->embeds, .ids = vec_view(&img->index, f0, len),
-                                     .out = x};
-            ADD_NODE(b, m->op.embedding, e, "image embeddings", 2, &e.out, &e.out);
-        } else {
-            orin_add_args a = {.a = x, .b = rows2(&img->deepstack[layer], f0, len), .out = x};
-            ADD_NODE(b, m->op.add, a, "deepstack", 3, &a.a, &a.b, &a.out);
-        }
-        r += len;
-    }
-}
-
-/* The greedy decode step's head: the final norm, lm_head and the greedy pick
- * as one op (matmul.argmax) into greedy_id; no logits. */
-static void add_greedy_head(orin_model *m, graph_builder *b, const orin_tensor *pending)
-{
-    orin_matmul_argmax_args a = {
-        .x = b->x,
-        .norm = norm_into(m, b, pending, &m->final_norm, 1),
-        .w = m->lm_head.w,
-        .id = m->greedy_id,
-    };
-    ADD_NODE(b, m->op.matmul_argmax, a, "lm_head", 6, &a.x, &a.norm.residual, &a.norm.weight,
-             &a.norm.x_out, &a.w, &a.id);
-}
-
-/* logits_rows: 0 = none, n = all rows, 1 with n > 1 = the last row only.
- * greedy (a decode step, matmul.argmax bound): the greedy pick in place of the
- * logits. */
-static int build_graph(orin_model *m, orin_graph *g, int64_t n, bool decode, int32_t max_kv_len,
-                       int64_t logits_rows, bool greedy)
-{
-    qwen_buffers *bf = &m->buf;
-    graph_builder b = {.g = g, .layer = -1, .x = rows2(&bf->x, 0, n)};
-    orin_graph_reset(g);
-
-    orin_embedding_args emb = {.table = m->embed, .ids = rows1(&bf->ids, n),
-                               .out = rows2(&bf->x, 0, n)};
-    /* the embedding reads one table row per id */
-    orin_node_bytes emb_bytes = {
-        .fixed = bytes_of(2, &emb.ids, &emb.out) * 2 - bytes_of(1, &emb.ids),
-    };
-    ADD_NODE_BYTES(&b, m->op.embedding, emb, "embedding", emb_bytes);
-    add_image_rows(m, &b, n, -1);
-    orin_tensor o = rows2(&bf->o, 0, n);
-    bool pending = false; /* the last MLP output is not yet added to x */
-    for (int32_t l = 0; l < m->cfg.num_hidden_layers; l++) {
-        b.layer = l;
-        /* a decode step's norms go into the products after them where both
-         * take them (layer_folds_norms): the stream then moves to x_alt and
-         * back within the layer, so it is in x at every layer's end */
-        b.fold_norms = decode && n == 1 && m->op.add_rmsnorm &&
-                       layer_folds_norms(m, &m->layers[l]);
-        add_attention_block(m, &b, l, n, decode, max_kv_len, pending ? &o : NULL);
-        pending = add_mlp_block(m, &b, l, n);
-        /* x + o + feature: the pending o joins x in the next norm */
-        add_image_rows(m, &b, n, l);
-    }
-    b.layer = -1;
-    if (greedy) {
-        orin_tensor o_row = rows2(&bf->o, 0, 1);
-        add_greedy_head(m, &b, pending ? &o_row : NULL);
-    } else if (logits_rows > 0) { /* only these rows of x live on: the others' add is skipped */
-        int64_t first = n - logits_rows;
-        orin_tensor h = rows2(&bf->h, first, logits_rows);
-        orin_tensor o_rows = rows2(&bf->o, first, logits_rows);
-        add_residual_norm(m, &b, rows2(&b.x, first, logits_rows), pending ? &o_rows : NULL,
-                          &m->final_norm, h, "norm");
-        add_matmul(m, &b, h, &m->lm_head, rows2(&bf->logits, 0, logits_rows), "lm_head");
-    }
-    if (b.rc != 0)
-        return -1;
-    return 0;
-}
-
-/* Destroys the captured decode steps of every span built (their next run
- * captures again); with graphs, frees the steps' graphs too. */
-static void decode_steps_release(orin_model *m, bool graphs)
-{
-    for (int s = 0; s < m->decode_spans; s++)
-        for (int i = 0; i < DECODE_STEPS; i++) {
-            decode_step *step = &m->decode[s][i];
-            if (step->replay)
-                m->dev->ops->graph_destroy(m->dev, step->replay);
-            step->replay = NULL;
-            if (graphs) {
-                orin_graph_free(step->graph);
-                step->graph = NULL;
-            }
-        }
-}
-
-/* Grows the shared workspace to what graph g needs. */
-static int reserve_bytes(orin_model *m, size_t need)
-{
-    if (need <= m->workspace_size)
-        return 0;
-    void *w = m->dev->ops->alloc(m->dev, need);
-    if (!w)
-        return orin_error_set("workspace: cannot allocate %.1f MiB on %s",
-                              (double)need / 1048576.0, m->dev->name);
-    if (m->workspace)
-        m->dev->ops->free(m->dev, m->workspace);
-    m->workspace = w;
-    m->workspace_size = need;
-    decode_steps_release(m, false); /* they point at the old workspace: capture again */
-    return 0;
-}
-
-static int reserve_workspace(orin_model *m, const orin_graph *g)
-{
-    return reserve_bytes(m, orin_graph_workspace_size(g));
-}
-
-/* The exec every op of the model runs with: its device and its workspace. */
-static orin_exec model_exec(const orin_model *m)
-{
-    return (orin_exec){.device = m->dev, .workspace = m->workspace,
-                       .workspace_size = m->workspace_size};
-}
-
-static int run_graph(orin_model *m, const orin_graph *g)
-{
-    if (reserve_workspace(m, g) != 0)
-        return -1;
-    orin_exec ex = model_exec(m);
-    return orin_graph_run(g, &ex);
-}
-
-/* A prefill chunk's graph, op by op and timed under --profile. */
-static int run_prefill_graph(orin_model *m)
-{
-    if (!m->prefill_profile)
-        return run_graph(m, m->prefill);
-    if (reserve_workspace(m, m->prefill) != 0)
-        return -1;
-    orin_exec ex = model_exec(m);
-    return orin_graph_run_profiled(m->prefill, &ex, m->prefill_profile, 0);
-}
-
-static int queue_decode(void *ctx)
-{
-    const decode_step *step = ctx;
-    orin_exec ex = model_exec(step->m);
-    return orin_graph_run(step->graph, &ex);
-}
-
-/* Whether a decode step can be captured once and replayed: the user wants it
- * (runtime.cuda_graph), the device has graphs, and every bound decode op is
- * graph-safe (reads its position from memory, sizes nothing by it). Says why
- * not when the user asked for it and it cannot be. */
-static bool decode_replayable(const orin_model *m, const orin_graph *g, bool wanted)
-{
-    char first[96];
-    if (!wanted || !m->dev->ops->graph_capture)
-        return false;
-    if (!orin_graph_replayable(g, first, sizeof first)) {
-        orin_log(ORIN_LOG_INFO, "runtime.cuda_graph: %s is not graph-safe; decode runs "
-                 "eagerly", first);
-        return false;
-    }
-    return true;
-}
-
-/* One decode step (decode_step says how it runs). */
-static int run_decode(orin_model *m, decode_step *step, int32_t pos)
-{
-    if (m->profile) {
-        if (reserve_workspace(m, step->graph) != 0)
-            return -1;
-        orin_exec ex = model_exec(m);
-        return orin_graph_run_profiled(step->graph, &ex, m->profile, pos + 1);
-    }
-    if (!step->replayable || !step->warm) {
-        step->warm = true;
-        return run_graph(m, step->graph);
-    }
-    if (!step->replay &&
-        m->dev->ops->graph_capture(m->dev, queue_decode, step, &step->replay) != 0)
-        return -1;
-    return m->dev->ops->graph_launch(m->dev, step->replay);
-}
-
-/* The decode graphs read their one id and position from device memory, so each
- * is built once per span of positions (DECODE_SPANS) and run (or replayed as a
- * device graph) every step in it: the one ending in the logits, and where
- * matmul.argmax is bound (a float lm_head), the one ending in the greedy pick. */
-static int build_decode_steps(orin_model *m, const orin_model_options *opt)
-{
-    m->decode_spans = 0;
-    for (int k = DECODE_SPANS - 1; k >= 0; k--) {
-        const int32_t len = (int32_t)(((int64_t)m->context + (1 << k) - 1) >> k);
-        if (m->decode_spans == 0 || len > m->decode_span[m->decode_spans - 1])
-            m->decode_span[m->decode_spans++] = len;
-    }
-    for (int s = 0; s < m->decode_spans; s++)
-        for (int i = 0; i < DECODE_STEPS; i++) {
-            if (i == DECODE_GREEDY && !m->op.matmul_argmax)
-                break;
-            decode_step *step = &m->decode[s][i];
-            step->m = m;
-            if (!(step->graph = orin_graph_create()) ||
-                build_graph(m, step->graph, 1, true, m->decode_span[s], 1,
-                            i == DECODE_GREEDY) != 0)
-                return -1;
-            step->replayable = decode_replayable(m, step->graph, opt->cuda_graph);
-        }
-    return 0;
-}
-
-/* Decode step `kind` for a token at pos: the shortest span above pos (the
- * last for a pos past the cache, which check_tokens turns away). */
-static decode_step *decode_step_at(orin_model *m, int kind, int32_t pos)
-{
-    int s = 0;
-    while (s + 1 < m->decode_spans && pos >= m->decode_span[s])
-        s++;
-    return &m->decode[s][kind];
-}
-
 /* ---- load / free ------------------------------------------------------------------ */
 
 void orin_model_free(orin_model *m)
 {
     if (!m)
         return;
-    decode_steps_release(m, true);
+    qwen_decode_steps_release(m, true);
     if (m->ahead.picked)
         m->dev->ops->mark_destroy(m->dev, m->ahead.picked);
     if (m->ahead.pick)
@@ -1797,7 +570,7 @@ int orin_model_load(const orin_model_options *opt, orin_model **out)
                        "table", opt->path, m->cfg.num_hidden_layers);
         goto fail;
     }
-    assign_formats(m);
+    qwen_assign_formats(m);
     int32_t chunk = opt->prefill_chunk > 0                   ? opt->prefill_chunk
                     : m->dev->kind == ORIN_DEVICE_CUDA ? ORIN_PREFILL_CHUNK_GPU
                                                        : ORIN_PREFILL_CHUNK_CPU;
@@ -1812,7 +585,7 @@ int orin_model_load(const orin_model_options *opt, orin_model **out)
         m->vision_bytes = orin_vision_weight_bytes(&vc, m->dtype);
     }
     if (bind_ops(m, opt) != 0 || check_memory(m, chunk) != 0 ||
-        load_weights(m, opt->path, opt->progress) != 0)
+        qwen_load_weights(m, opt->path, opt->progress) != 0)
         goto fail;
 
     orin_kv_cache_shape kvs = {
@@ -1826,7 +599,7 @@ int orin_model_load(const orin_model_options *opt, orin_model **out)
         (m->cfg.vl.is_vl && (alloc_vl_buffers(m, chunk) != 0 || load_vision(m, opt) != 0)))
         goto fail;
 
-    if (!(m->prefill = orin_graph_create()) || build_decode_steps(m, opt) != 0)
+    if (!(m->prefill = orin_graph_create()) || qwen_build_decode_steps(m, opt) != 0)
         goto fail;
     *out = m;
     return 0;
@@ -1964,8 +737,8 @@ static int prefill(orin_model *m, const int32_t *ids, int32_t n, int32_t start_p
             m->img->chunk0 = done;
         if (upload_step(m, ids + done, len, start_pos + done) != 0 ||
             upload_tables(m, done, len) != 0 ||
-            build_graph(m, m->prefill, len, false, start_pos + done + len, logits_rows, false) != 0 ||
-            run_prefill_graph(m) != 0)
+            qwen_build_graph(m, m->prefill, len, false, start_pos + done + len, logits_rows, false) != 0 ||
+            qwen_run_prefill_graph(m) != 0)
             return -1;
         if (host && logits_rows > 0 &&
             fetch_logits(m, logits_rows, all_logits ? host + (size_t)done * V : host) != 0)
@@ -2184,12 +957,12 @@ static int decode_token(orin_model *m, decode_step *step, int32_t id, int32_t po
 {
     if (check_tokens(m, &id, 1, pos) != 0 || upload_step(m, &id, 1, pos) != 0)
         return -1;
-    return run_decode(m, step, pos);
+    return qwen_run_decode(m, step, pos);
 }
 
 int orin_model_decode(orin_model *m, int32_t id, int32_t pos, float *logits)
 {
-    if (decode_token(m, decode_step_at(m, DECODE_LOGITS, pos), id, pos) != 0)
+    if (decode_token(m, qwen_decode_step_at(m, DECODE_LOGITS, pos), id, pos) != 0)
         return -1;
     if (logits && fetch_logits(m, 1, logits) != 0)
         return -1;
@@ -2200,7 +973,7 @@ int orin_model_decode(orin_model *m, int32_t id, int32_t pos, float *logits)
  * on the device, where its graph is captured (the steps before it ran it). */
 static int queue_ahead(orin_model *m, int32_t pos)
 {
-    decode_step *step = pos < m->context ? decode_step_at(m, DECODE_GREEDY, pos) : NULL;
+    decode_step *step = pos < m->context ? qwen_decode_step_at(m, DECODE_GREEDY, pos) : NULL;
     if (!step || !step->replayable || !step->warm || !step->replay)
         return 0;
     const orin_device_ops *d = m->dev->ops;
@@ -2232,7 +1005,7 @@ static int32_t decode_ahead(orin_model *m, int32_t id, int32_t pos)
     if (check_tokens(m, &id, 1, pos) != 0)
         return -1;
     if (!(a->queued && a->pos == pos && a->id == id) &&
-        decode_token(m, decode_step_at(m, DECODE_GREEDY, pos), id, pos) != 0)
+        decode_token(m, qwen_decode_step_at(m, DECODE_GREEDY, pos), id, pos) != 0)
         return -1;
     a->queued = false;
     if (d->copy_d2h_queued(m->dev, a->pick, m->greedy_id.data, sizeof *a->pick) != 0 ||
@@ -2252,7 +1025,7 @@ int32_t orin_model_decode_sample(orin_model *m, orin_sampler *s, int32_t id, int
     if (m->ahead.on && !m->profile)
         return decode_ahead(m, id, pos);
     int32_t next;
-    if (decode_token(m, decode_step_at(m, DECODE_GREEDY, pos), id, pos) != 0 ||
+    if (decode_token(m, qwen_decode_step_at(m, DECODE_GREEDY, pos), id, pos) != 0 ||
         m->dev->ops->copy_d2h(m->dev, &next, m->greedy_id.data, sizeof next) != 0)
         return -1;
     return next >= 0 ? next : orin_error_set("sampler: every logit is NaN");
@@ -2317,9 +1090,9 @@ static int32_t sample_on_device(orin_model *m, orin_sampler *s, const int32_t *h
         .top_k = k,
     };
     size_t ws = m->op.sample->workspace_size ? m->op.sample->workspace_size(&a) : 0;
-    if (reserve_bytes(m, ws) != 0 || sync_history(m, history, n) != 0)
+    if (qwen_reserve_bytes(m, ws) != 0 || sync_history(m, history, n) != 0)
         return -1;
-    orin_exec ex = model_exec(m);
+    orin_exec ex = qwen_model_exec(m);
     if (m->op.sample->run(&ex, &a) != 0 ||
         m->dev->ops->copy_d2h(m->dev, host, m->sample_dev, sizeof *host) != 0)
         return -1;
@@ -2343,3 +1116,4 @@ int32_t orin_model_sample(orin_model *m, orin_sampler *s, const int32_t *history
         return -1;
     return orin_sampler_sample(s, m->host_logits, m->cfg.vocab_size, history, n);
 }
+
