@@ -52,7 +52,7 @@ static void *model_alloc(orin_model *m, size_t bytes, const char *what)
 }
 
 int qwen_alloc_tensor(orin_model *m, orin_tensor *t, orin_dtype dt, int ndim,
-                        const int64_t *dims, const char *what)
+                      const int64_t *dims, const char *what)
 {
     *t = orin_tensor_make(NULL, dt, m->dev->kind, ndim, dims);
     t->data = model_alloc(m, orin_tensor_nbytes(t), what);

@@ -387,7 +387,7 @@ static void add_greedy_head(orin_model *m, graph_builder *b, const orin_tensor *
  * greedy (a decode step, matmul.argmax bound): the greedy pick in place of the
  * logits. */
 int qwen_build_graph(orin_model *m, orin_graph *g, int64_t n, bool decode, int32_t max_kv_len,
-                       int64_t logits_rows, bool greedy)
+                     int64_t logits_rows, bool greedy)
 {
     qwen_buffers *bf = &m->buf;
     graph_builder b = {.g = g, .layer = -1, .x = rows2(&bf->x, 0, n)};
