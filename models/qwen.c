@@ -321,7 +321,8 @@ static int alloc_buffers(orin_model *m, int32_t rows)
     b->rows = rows;
     for (size_t i = 0; i < BUFFERS; i++) {
         int64_t dims[2] = {table[i].one_row ? 1 : rows, table[i].cols};
-        if (qwen_alloc_tensor(m, table[i].t, table[i].dt, table[i].cols ? 2 : 1, dims, table[i].what))
+        if (qwen_alloc_tensor(m, table[i].t, table[i].dt, table[i].cols ? 2 : 1, dims,
+                              table[i].what))
             return -1;
     }
     m->host_pos = malloc((size_t)rows * sizeof *m->host_pos);
@@ -737,7 +738,8 @@ static int prefill(orin_model *m, const int32_t *ids, int32_t n, int32_t start_p
             m->img->chunk0 = done;
         if (upload_step(m, ids + done, len, start_pos + done) != 0 ||
             upload_tables(m, done, len) != 0 ||
-            qwen_build_graph(m, m->prefill, len, false, start_pos + done + len, logits_rows, false) != 0 ||
+            qwen_build_graph(m, m->prefill, len, false, start_pos + done + len, logits_rows,
+                             false) != 0 ||
             qwen_run_prefill_graph(m) != 0)
             return -1;
         if (host && logits_rows > 0 &&

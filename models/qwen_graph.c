@@ -560,7 +560,7 @@ int qwen_build_decode_steps(orin_model *m, const orin_model_options *opt)
             step->m = m;
             if (!(step->graph = orin_graph_create()) ||
                 qwen_build_graph(m, step->graph, 1, true, m->decode_span[s], 1,
-                            i == DECODE_GREEDY) != 0)
+                                 i == DECODE_GREEDY) != 0)
                 return -1;
             step->replayable = decode_replayable(m, step->graph, opt->cuda_graph);
         }
