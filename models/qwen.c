@@ -1004,10 +1004,11 @@ static int32_t decode_ahead(orin_model *m, int32_t id, int32_t pos)
 {
     decode_ahead_state *a = &m->ahead;
     const orin_device_ops *d = m->dev->ops;
-    if (check_tokens(m, &id, 1, pos) != 0)
-        return -1;
-    if (!(a->queued && a->pos == pos && a->id == id) &&
-        decode_token(m, qwen_decode_step_at(m, DECODE_GREEDY, pos), id, pos) != 0)
+    /* A queued step's id is a pick (in the vocabulary unless -1, every logit
+     * NaN) and its position below the context (queue_ahead): check_tokens's
+     * checks hold for it; any other step goes through them (decode_token). */
+    const bool ready = a->queued && a->pos == pos && a->id == id && id >= 0;
+    if (!ready && decode_token(m, qwen_decode_step_at(m, DECODE_GREEDY, pos), id, pos) != 0)
         return -1;
     a->queued = false;
     if (d->copy_d2h_queued(m->dev, a->pick, m->greedy_id.data, sizeof *a->pick) != 0 ||
