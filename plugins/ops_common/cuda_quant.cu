@@ -250,7 +250,8 @@ enum { QMMA_KO_WAIT = 1, QMMA_KO_STAGE = 2, QMMA_KO_COMPUTE = 4, QMMA_KO_EPILOGU
 // go out once x is staged. x's loads, issued after the wait, queue behind
 // the SM's outstanding weight loads: fewer early batches stage x sooner and
 // stream the rest later. H200, the model at 512: AWQ 2.029 -> 2.003 ms with
-// 1, int8 2.580 -> 2.646 (bench/notes/quant.md).
+// 1, int8 2.580 -> 2.646 (bench/notes/quant.md). o_proj's grid issues both
+// whatever the format (qmma_params.early2, set in tiles_gemv).
 #ifndef QMMA_EARLY_BATCHES_AWQ
 #define QMMA_EARLY_BATCHES_AWQ 1
 #endif
