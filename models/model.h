@@ -128,9 +128,13 @@ int32_t orin_model_sample(orin_model *m, orin_sampler *s, const int32_t *history
  * n) (history holding id at pos): the next token. Where s is greedy without
  * penalties and the device has matmul.argmax, the step ends in that op (the
  * final norm, lm_head and the greedy pick, no logits written), and only the id
- * comes back. The id, or -1 with the error. */
+ * comes back. more: the caller means to decode the returned token next, at
+ * pos + 1, by this call; on a GPU with graphs the step for it then starts
+ * before this call returns (decode ahead), and false spares that step where
+ * none follows (the last token of a generation). The id, or -1 with the
+ * error. */
 int32_t orin_model_decode_sample(orin_model *m, orin_sampler *s, int32_t id, int32_t pos,
-                                 const int32_t *history, int32_t n);
+                                 const int32_t *history, int32_t n, bool more);
 
 /* Times every op of the decode steps that follow into p (NULL: stop): the
  * steps then run eagerly, op by op (orin_graph_run_profiled), for --profile. */

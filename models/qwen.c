@@ -999,8 +999,11 @@ static int queue_ahead(orin_model *m, int32_t pos)
  * 1); any other call uploads its own step first (upload_step drops it). What
  * it did is then harmless: it wrote only cache position pos + 1, which every
  * step at pos + 1 writes again before its attention reads it, and the pick,
- * which the next step's overwrites. */
-static int32_t decode_ahead(orin_model *m, int32_t id, int32_t pos)
+ * which the next step's overwrites. Where the caller asks for no token after
+ * this one (more false: the last of a generation), nothing is queued: the
+ * step would only delay what the device runs next (a bench's count of steps,
+ * a chat's next prefill). */
+static int32_t decode_ahead(orin_model *m, int32_t id, int32_t pos, bool more)
 {
     decode_ahead_state *a = &m->ahead;
     const orin_device_ops *d = m->dev->ops;
@@ -1012,7 +1015,7 @@ static int32_t decode_ahead(orin_model *m, int32_t id, int32_t pos)
         return -1;
     a->queued = false;
     if (d->copy_d2h_queued(m->dev, a->pick, m->greedy_id.data, sizeof *a->pick) != 0 ||
-        d->mark_record(m->dev, a->picked) != 0 || queue_ahead(m, pos + 1) != 0 ||
+        d->mark_record(m->dev, a->picked) != 0 || (more && queue_ahead(m, pos + 1) != 0) ||
         d->mark_wait(m->dev, a->picked) != 0)
         return -1;
     a->id = *a->pick;
@@ -1020,13 +1023,13 @@ static int32_t decode_ahead(orin_model *m, int32_t id, int32_t pos)
 }
 
 int32_t orin_model_decode_sample(orin_model *m, orin_sampler *s, int32_t id, int32_t pos,
-                                 const int32_t *history, int32_t n)
+                                 const int32_t *history, int32_t n, bool more)
 {
     if (!m->decode[0][DECODE_GREEDY].graph || !orin_sampler_plain_greedy(s))
         return orin_model_decode(m, id, pos, NULL) != 0 ? -1
                                                         : orin_model_sample(m, s, history, n);
     if (m->ahead.on && !m->profile)
-        return decode_ahead(m, id, pos);
+        return decode_ahead(m, id, pos, more);
     int32_t next;
     if (decode_token(m, qwen_decode_step_at(m, DECODE_GREEDY, pos), id, pos) != 0 ||
         m->dev->ops->copy_d2h(m->dev, &next, m->greedy_id.data, sizeof next) != 0)

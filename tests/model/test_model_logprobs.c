@@ -143,7 +143,9 @@ static int greedy_picked(orin_model *m, const int32_t *prompt, int32_t n, int32_
     for (int32_t i = 0; id >= 0 && i < steps; i++) {
         out[i] = tok[n + i] = id;
         gap[i] = 0;
-        id = i + 1 < steps ? orin_model_decode_sample(m, s, id, n + i, tok, n + i + 1) : 0;
+        id = i + 1 < steps
+                 ? orin_model_decode_sample(m, s, id, n + i, tok, n + i + 1, i + 2 < steps)
+                 : 0;
     }
     free(tok);
     orin_sampler_free(s);
@@ -154,7 +156,9 @@ static int greedy_picked(orin_model *m, const int32_t *prompt, int32_t n, int32_
  * a token other than the pick goes in, and at step 50 the sequence goes back
  * to step 40's token and position and on from there. On a GPU with graphs
  * (decode_ahead) a step queued for the pick is then not the one asked for.
- * out[i]: the token fed at step i. */
+ * At steps 3, 10, 17, ... the call says no token follows (more false), so
+ * nothing is queued and the next step, though it asks for the pick, is
+ * uploaded when asked for. out[i]: the token fed at step i. */
 static int greedy_interrupted(const orin_model_options *opt, const int32_t *prompt, int32_t n,
                               int32_t steps, int32_t *out)
 {
@@ -180,7 +184,7 @@ static int greedy_interrupted(const orin_model_options *opt, const int32_t *prom
             id = out[40];
         }
         out[i] = tok[pos] = id;
-        id = orin_model_decode_sample(m, s, id, pos, tok, pos + 1);
+        id = orin_model_decode_sample(m, s, id, pos, tok, pos + 1, i % 7 != 3);
         pos++;
     }
     orin_model_free(m);

@@ -285,13 +285,15 @@ static int reply_tokens(generator *g, const int32_t *ids, size_t n_ids, const in
         }
         /* the step that caches id, and the next token from it where one
          * follows (orin_model_decode_sample: on a GPU, greedy, only the id
-         * comes back); id counts as cached once its step has run */
+         * comes back, and the step after it starts early unless the next
+         * token is the last); id counts as cached once its step has run */
         const int32_t pos = g->n_cached;
         g->cached_image[pos] = 0;
         g->cached[pos] = id;
         if (r->generated < g->max_tokens && !*stop_flag) {
+            const bool more = r->generated + 1 < g->max_tokens;
             if ((id = orin_model_decode_sample(g->model, g->sampler, id, pos, g->cached,
-                                               pos + 1)) < 0)
+                                               pos + 1, more)) < 0)
                 goto out;
         } else if (orin_model_decode(g->model, id, pos, NULL) != 0) {
             goto out;

@@ -95,7 +95,8 @@ static int bench_images_load(bench_images *bi, double *prep_s)
  * the vision encoder when bi has images), its next token sampled greedily,
  * then G steps each decoding the last token and picking the next
  * (orin_model_decode_sample: on a GPU the step ends in the greedy pick and
- * only the token comes back); tokens grows to P + G. */
+ * only the token comes back), the last of them saying that none follows, so
+ * that decode ahead queues no step past the G timed; tokens grows to P + G. */
 static int one_run(orin_model *m, orin_sampler *greedy, bench_images *bi, int32_t *tokens,
                    int32_t P, int32_t G, run_times *t)
 {
@@ -118,7 +119,7 @@ static int one_run(orin_model *m, orin_sampler *greedy, bench_images *bi, int32_
             return -1;
         tokens[P + i] = next;
         if (i + 1 < G)
-            next = orin_model_decode_sample(m, greedy, next, P + i, tokens, P + i + 1);
+            next = orin_model_decode_sample(m, greedy, next, P + i, tokens, P + i + 1, i + 2 < G);
         else if (orin_model_decode(m, next, P + i, NULL) != 0) /* the last: cached only */
             return -1;
     }
