@@ -473,6 +473,10 @@ void orin_model_free(orin_model *m)
 {
     if (!m)
         return;
+    /* A step decode_ahead queued (after a reply's last pick, an EOS) may still
+     * run on the graphs and buffers freed below: let it finish first. */
+    if (m->ahead.queued && m->dev->ops->synchronize(m->dev) != 0)
+        orin_log(ORIN_LOG_WARN, "%s", orin_error());
     qwen_decode_steps_release(m, true);
     if (m->ahead.picked)
         m->dev->ops->mark_destroy(m->dev, m->ahead.picked);
