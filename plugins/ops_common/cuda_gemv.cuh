@@ -8,6 +8,14 @@
 
 #define GEMV_THREADS 256
 
+// Knock-out, for timing only (bench/notes/quant.md): x's loads after the PDL
+// wait cut to the first 1/GEMV_KO_X_DIV of the row (the rest staged as zeros),
+// in gemv_norm_row and the quantized GEMV's staging: whether x's bytes or its
+// one round trip cost the products' chain. Any value but 1 makes results wrong.
+#ifndef GEMV_KO_X_DIV
+#define GEMV_KO_X_DIV 1
+#endif
+
 // 16 bytes of W, bypassing L1 (each weight byte is read once per step; x, which
 // every block reads, keeps L1 to itself).
 __device__ __forceinline__ uint4 load_weights16(const void *p)
@@ -130,7 +138,9 @@ __device__ __forceinline__ void gemv_norm_row(const gemv_norm<T> &p, const T *__
 #pragma unroll
         for (int b = 0; b < BATCH; b++) {
             const int u = u0 + b * 256;
-            if (u < units) {
+            if constexpr (GEMV_KO_X_DIV != 1)
+                xv[b] = rv[b] = make_uint4(0u, 0u, 0u, 0u);
+            if (u < units / GEMV_KO_X_DIV) {
                 xv[b] = *reinterpret_cast<const uint4 *>(x + (size_t)u * N);
                 if (p.residual)
                     rv[b] = *reinterpret_cast<const uint4 *>(p.residual + (size_t)u * N);
