@@ -71,9 +71,12 @@
 // Before the PDL wait, the cp.async split kernel and the cluster kernel may
 // prefetch their first K/V rows into L2 (fa2d_prefetch_warp), so that the first
 // DRAM round trip overlaps the previous kernel's tail: by default one warp step
-// where the call's piece has at least 4 steps a warp (long contexts). H100,
-// graph replay: 32k 53.4 -> 52.4 us, 16k 31.7 -> 29.8; Qwen3-8B decode in a
-// model unchanged (within 0.01 ms at 512 to 32k).
+// where the call's piece has at least 4 steps a warp (long contexts) or at most
+// one (short ones, where that step is all of it). H100, graph replay: 32k 53.4
+// -> 52.4 us, 16k 31.7 -> 29.8; Qwen3-8B decode in a model at 512 positions:
+// int8 3.219 -> 3.205 ms, AWQ and f16 within 0.005 ms (bench/notes/fa2-decode.md).
+// Pieces of 2-3 steps a warp take none: at 8k a prefetch of two steps (half the
+// layer's K/V) pulled while the q/k/v GEMV still streams cost the model 0.05 ms.
 //
 // ORIN_FA2_DECODE_CONFIG: words joined by '+': "auto", "cluster",
 // "cluster=8|12|14|16", "two-kernel" or "fused"; "mma" or "simt"; "cpasync" or
@@ -150,7 +153,7 @@ enum {
     FA2D_CLUSTER_WARPS = 16,   // warps a block of the cluster kernel (default; "cwarps=8")
     FA2D_CLUSTER_SHORT = 8192, // max_kv_len up to which the cluster kernel runs even on part of the SMs
     FA2D_CLUSTER_TINY = 4096,  // ... up to which clusters of 16 8-warp blocks may be picked
-    FA2D_PREFETCH_LONG = 4,    // warp steps a piece must have for the default prefetch
+    FA2D_PREFETCH_LONG = 4,    // warp steps from which a piece takes the default prefetch
 };
 
 // The fused variant's arrival counters: [slab][kv head * row chunks + chunk].
@@ -201,9 +204,8 @@ struct fa2d_pieces {
     int active;
 };
 
-// The length of each of `splits` pieces of n positions (the host sizes its
-// prefetch rule by it too: fa2d_prefetch_steps).
-__host__ __device__ __forceinline__ int64_t fa2d_piece_len(int64_t n, int splits)
+// The length of each of `splits` pieces of n positions.
+__device__ __forceinline__ int64_t fa2d_piece_len(int64_t n, int splits)
 {
     return ((n + splits - 1) / splits + FA2D_ALIGN - 1) / FA2D_ALIGN * FA2D_ALIGN;
 }
@@ -241,8 +243,9 @@ __device__ __forceinline__ void fa2d_range(const fa2d_params &P, int split, int6
 // The warp's first steps of K and V rows (rows base + s * stride .. + 15 for
 // s < steps, of this block's piece `split`, warps interleaved by 16 positions)
 // into L2: P.prefetch_steps of them, or with -1 one where the piece has
-// FA2D_PREFETCH_LONG steps a warp (shorter pieces gain less than the prefetch
-// takes from the previous kernel's bandwidth), or none with 0. Called BEFORE
+// FA2D_PREFETCH_LONG steps a warp or at most one (pieces of 2-3 steps gain less
+// than the prefetch takes from the previous kernel's bandwidth), or none with
+// 0. Called BEFORE
 // the PDL wait, so that the
 // first DRAM round trips overlap the previous kernel's tail (the combine of the
 // call before, or rope_kv_write). Safe whatever that kernel writes: a prefetch
@@ -261,8 +264,10 @@ __device__ __forceinline__ void fa2d_prefetch_warp(const fa2d_params &P, int spl
     const int32_t p = *(const volatile int32_t *)P.positions;
     int64_t begin, end;
     fa2d_range_at(P, p, split, &begin, &end); // empty for an invalid p
-    const int steps = P.prefetch_steps > 0 ? P.prefetch_steps
-                      : end - begin >= FA2D_PREFETCH_LONG * stride ? 1 : 0;
+    const int64_t len = end - begin;
+    const int steps = P.prefetch_steps > 0                                   ? P.prefetch_steps
+                      : len >= FA2D_PREFETCH_LONG * stride || len <= stride ? 1
+                                                                             : 0;
     constexpr int LINES = HD * (int)sizeof(T) / 128, PER_STEP = 16 * 2 * LINES;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const T *K = (const T *)P.cache.k, *V = (const T *)P.cache.v;
@@ -1486,18 +1491,14 @@ int fa2d_parse_config(fa2d_config *cfg)
     return 0;
 }
 
-// fa2d_params.prefetch_steps for a launch of `splits` pieces to blocks of
-// `warps` warps: the configured count ("prefetch=N"), else -1 (the kernel's
-// rule in fa2d_prefetch_warp: one step where the call's piece has
-// FA2D_PREFETCH_LONG steps a warp) if a full cache's pieces are that long, else
-// 0, and the kernel does not read p before the PDL wait.
-int fa2d_prefetch_steps(const fa2d_config *cfg, int32_t max_kv_len, int splits, int warps)
+// fa2d_params.prefetch_steps: the configured count ("prefetch=N"), else -1,
+// the kernel's rule from p (fa2d_prefetch_warp: one step where the call's piece
+// has FA2D_PREFETCH_LONG steps a warp or at most one). Graph-safe: the rule
+// reads p on the device, so a graph captured at one length replays right at
+// any other.
+int fa2d_prefetch_steps(const fa2d_config *cfg)
 {
-    if (cfg->prefetch >= 0)
-        return cfg->prefetch;
-    // fa2d_cut's piece length at p = max_kv_len - 1
-    const int64_t piece = fa2d_piece_len(max_kv_len, splits);
-    return piece >= (int64_t)FA2D_PREFETCH_LONG * 16 * warps ? -1 : 0;
+    return cfg->prefetch >= 0 ? cfg->prefetch : -1;
 }
 
 // The counter slab of the exec's stream, or -1 when all are taken (the call then
@@ -1758,7 +1759,7 @@ int fa2d_launch_cluster(const orin_exec *ex, orin_dtype dt, const fa2d_config *c
                         fa2d_params P, int units)
 {
     P.splits = C;
-    P.prefetch_steps = fa2d_prefetch_steps(cfg, P.max_kv_len, C, W);
+    P.prefetch_steps = fa2d_prefetch_steps(cfg);
     orin_cu_launch_cluster(ex, true, C, fa2d_cluster_mma<T, HD, C, W>, dim3(C, (unsigned)units),
                            dim3(W * 32), sizeof(fa2d_cluster_smem<HD, W>), P);
 #if FA2D_TIMELINE
@@ -1837,7 +1838,7 @@ int fa2d_launch(const orin_exec *ex, const orin_attention_args *a, orin_dtype dt
     const int occupancy = fa2d_blocks_per_sm(ex, kernel, smem);
     const int bps = cfg->bps ? cfg->bps : occupancy;
     P.splits = fa2d_splits(orin_cu_sm_count(ex), bps, units, a->max_kv_len);
-    P.prefetch_steps = tiles ? fa2d_prefetch_steps(cfg, a->max_kv_len, P.splits, FA2D_WARPS) : 0;
+    P.prefetch_steps = tiles ? fa2d_prefetch_steps(cfg) : 0;
     P.partial_o = (float *)ex->workspace;
     P.partial_lse = P.partial_o + (size_t)P.splits * P.heads * hd;
     P.slab = cfg->combine == FA2D_COMBINE_FUSED && units <= FA2D_SLAB_COUNTERS
