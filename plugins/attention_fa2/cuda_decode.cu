@@ -71,12 +71,14 @@
 // Before the PDL wait, the cp.async split kernel and the cluster kernel may
 // prefetch their first K/V rows into L2 (fa2d_prefetch_warp), so that the first
 // DRAM round trip overlaps the previous kernel's tail: by default one warp step
-// where the call's piece has at least 4 steps a warp (long contexts) or at most
-// one (short ones, where that step is all of it). H100, graph replay: 32k 53.4
-// -> 52.4 us, 16k 31.7 -> 29.8; Qwen3-8B decode in a model at 512 positions:
-// int8 3.219 -> 3.205 ms, AWQ and f16 within 0.005 ms (bench/notes/fa2-decode.md).
-// Pieces of 2-3 steps a warp take none: at 8k a prefetch of two steps (half the
-// layer's K/V) pulled while the q/k/v GEMV still streams cost the model 0.05 ms.
+// where the call's piece has at least 4 steps a warp (long contexts), or where
+// the call's whole K/V is at most 3 MB (short ones: the prefetch is all of it).
+// H100, graph replay: 32k 53.4 -> 52.4 us, 16k 31.7 -> 29.8. Qwen3-8B in a
+// model, 8 KV heads: at 513-640 positions (2-2.5 MB) AWQ, int8 and f16 each
+// 0.005-0.017 ms a token faster; at 897-1,024 (3.5-4 MB) int8 and f16 faster
+// but AWQ, whose q/k/v GEMV the prefetch takes bandwidth from, 0.008 slower;
+// at 8k a prefetch of two steps (half the layer's K/V) cost 0.05 ms
+// (bench/notes/fa2-decode.md).
 //
 // ORIN_FA2_DECODE_CONFIG: words joined by '+': "auto", "cluster",
 // "cluster=8|12|14|16", "two-kernel" or "fused"; "mma" or "simt"; "cpasync" or
@@ -154,6 +156,7 @@ enum {
     FA2D_CLUSTER_SHORT = 8192, // max_kv_len up to which the cluster kernel runs even on part of the SMs
     FA2D_CLUSTER_TINY = 4096,  // ... up to which clusters of 16 8-warp blocks may be picked
     FA2D_PREFETCH_LONG = 4,    // warp steps from which a piece takes the default prefetch
+    FA2D_PREFETCH_SHORT_BYTES = 3 << 20, // ... and a call's K/V bytes up to which every piece does
 };
 
 // The fused variant's arrival counters: [slab][kv head * row chunks + chunk].
@@ -243,9 +246,9 @@ __device__ __forceinline__ void fa2d_range(const fa2d_params &P, int split, int6
 // The warp's first steps of K and V rows (rows base + s * stride .. + 15 for
 // s < steps, of this block's piece `split`, warps interleaved by 16 positions)
 // into L2: P.prefetch_steps of them, or with -1 one where the piece has
-// FA2D_PREFETCH_LONG steps a warp or at most one (pieces of 2-3 steps gain less
-// than the prefetch takes from the previous kernel's bandwidth), or none with
-// 0. Called BEFORE
+// FA2D_PREFETCH_LONG steps a warp or the call's whole K/V is FA2D_PREFETCH_SHORT_BYTES
+// at most (otherwise the prefetch takes more of the previous kernel's bandwidth
+// than it saves), or none with 0. Called BEFORE
 // the PDL wait, so that the
 // first DRAM round trips overlap the previous kernel's tail (the combine of the
 // call before, or rope_kv_write). Safe whatever that kernel writes: a prefetch
@@ -264,10 +267,12 @@ __device__ __forceinline__ void fa2d_prefetch_warp(const fa2d_params &P, int spl
     const int32_t p = *(const volatile int32_t *)P.positions;
     int64_t begin, end;
     fa2d_range_at(P, p, split, &begin, &end); // empty for an invalid p
-    const int64_t len = end - begin;
-    const int steps = P.prefetch_steps > 0                                   ? P.prefetch_steps
-                      : len >= FA2D_PREFETCH_LONG * stride || len <= stride ? 1
-                                                                             : 0;
+    // the call's K and V bytes: what a prefetch of every piece would pull
+    const int64_t bytes = ((int64_t)p + 1) * (P.heads / P.group) * HD * (int64_t)sizeof(T) * 2;
+    const bool longer = end - begin >= FA2D_PREFETCH_LONG * stride;
+    const int steps = P.prefetch_steps > 0 ? P.prefetch_steps
+                      : longer || bytes <= FA2D_PREFETCH_SHORT_BYTES ? 1
+                                                                     : 0;
     constexpr int LINES = HD * (int)sizeof(T) / 128, PER_STEP = 16 * 2 * LINES;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const T *K = (const T *)P.cache.k, *V = (const T *)P.cache.v;
@@ -1493,9 +1498,9 @@ int fa2d_parse_config(fa2d_config *cfg)
 
 // fa2d_params.prefetch_steps: the configured count ("prefetch=N"), else -1,
 // the kernel's rule from p (fa2d_prefetch_warp: one step where the call's piece
-// has FA2D_PREFETCH_LONG steps a warp or at most one). Graph-safe: the rule
-// reads p on the device, so a graph captured at one length replays right at
-// any other.
+// has FA2D_PREFETCH_LONG steps a warp or its K/V is FA2D_PREFETCH_SHORT_BYTES at most).
+// Graph-safe: the rule reads p on the device, so a graph captured at one length
+// replays right at any other.
 int fa2d_prefetch_steps(const fa2d_config *cfg)
 {
     return cfg->prefetch >= 0 ? cfg->prefetch : -1;
