@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Where a short decode's time goes inside fa2's cluster kernel: the plugin
-# built with -DFA2D_TIMELINE=1 (plugins/attention_fa2/cuda_decode.cu: thread 0
-# of each block of unit 0 stamps %globaltimer and clock64 at nine marks, and
-# every 50th eager call prints them), run by attention_bench at LENS
+# built with -DFA2D_TIMELINE=1 (plugins/attention_fa2/cuda_decode_common.cuh
+# and cuda_decode_cluster.cuh: thread 0 of each block of unit 0 stamps
+# %globaltimer and clock64 at nine marks, and every 50th eager call prints
+# them), run by attention_bench at LENS
 # ("512") and, with MODEL set (e.g. /tmp/orin-shaped/qwen3-8b-awq), by the
 # model's eager decode at 512 positions. Prints the last printed call of each:
 # a row a block, ns since rank 0's start, then cycles since the block's own.

@@ -11,7 +11,7 @@
 #     (bench/notes/quant.md, "knock-outs"), and with MODEL set that model's
 #     decode step.
 #   bash bench/knockouts.sh attention BUILD_DIR
-#     fa2's decode (FA2D_KNOCKOUT, plugins/attention_fa2/cuda_decode.cu): the
+#     fa2's decode (FA2D_KNOCKOUT, plugins/attention_fa2/cuda_decode_common.cuh): the
 #     PDL wait, the K/V steps, the p and q reads after the wait, the cluster
 #     kernel's merges; then all four; attention_bench's decode at LENS
 #     ("512,1024,4096"), us each (graph replay), and with MODEL set (a model

@@ -1,0 +1,152 @@
+// attention_fa2's CUDA decode, part 3 of 4, included by cuda_decode.cu only: the
+// cluster kernel (sm_90), whose blocks merge over distributed shared memory.
+#ifndef ORIN_ATTENTION_FA2_CUDA_DECODE_CLUSTER_CUH
+#define ORIN_ATTENTION_FA2_CUDA_DECODE_CLUSTER_CUH
+
+#include "cuda_decode_mma.cuh"
+
+// ---- the cluster kernel (sm_90: f16, bf16): one launch, no workspace ----
+
+// Per block: its warps' results, then the block's merged rows, which the
+// other blocks of the cluster read through distributed shared memory.
+template <int HD, int W> struct fa2d_cluster_smem {
+    float o[W][FA2D_MMA_ROWS][HD]; // each warp's O, unnormalised
+    float m[W][FA2D_MMA_ROWS];
+    float l[W][FA2D_MMA_ROWS];
+    float block_o[FA2D_MMA_ROWS][HD]; // the block's O relative to block_m
+    float block_m[FA2D_MMA_ROWS];
+    float block_l[FA2D_MMA_ROWS];
+};
+
+// Launch: grid (C, Hkv * row chunks) in clusters of C (8 to 16) blocks along
+// x, one cluster a (kv head, row chunk) unit; W x 32 threads (W = 16 warps:
+// dynamic shared memory sizeof(fa2d_cluster_smem) 70.7 KB at hd 128, one block
+// an SM; W = 8: 37 KB, up to two an SM, so that a cluster of 16 fits in a GPC
+// with fewer than 16 free SMs); 128 registers. Block rank r takes piece r of the
+// p + 1 positions (fa2d_range with splits = C); its warps run the mma
+// kernel's steps (fa2d_mma_step), merge in shared memory, then, after a
+// cluster barrier, each block combines a 1/C share of the unit's rows x hd
+// outputs from all C blocks' merged rows over distributed shared memory
+// (mapa + ld.shared::cluster, ~200 cycles a round trip against ~1 us for the
+// split kernel's partials through global memory and a second launch), and a
+// second barrier keeps every block's shared memory alive until all have read it.
+// Bound: the latency of one launch and its few round trips at short contexts
+// (Qwen3-8B, H200, clusters of 8 on 64 SMs: 7.4 us at 1k against 10.3 for
+// two kernels; H100, 16 x 8 warps: 7.9 us against 8.3 for 8 x 16); memory
+// bandwidth at long ones, where it runs only if the clusters cover most SMs
+// with 16 warps an SM (8-warp blocks stream too few bytes: 32k at 76 % of the
+// copy against 86 % for the split kernel).
+template <typename T, int HD, int C, int W>
+__global__ void __launch_bounds__(W * 32, 16 / W) fa2d_cluster_mma(const fa2d_params P)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    constexpr int R = FA2D_MMA_ROWS, THREADS = W * 32;
+    extern __shared__ __align__(16) unsigned char fa2d_dynamic_smem[];
+    fa2d_cluster_smem<HD, W> &sm =
+        *reinterpret_cast<fa2d_cluster_smem<HD, W> *>(fa2d_dynamic_smem);
+    cg::cluster_group cluster = cg::this_cluster();
+    const int rank = (int)cluster.block_rank(), unit = blockIdx.y;
+    FA2D_MARK(0, 0.0f);
+    orin_cu_allow_next(); // PDL, as in fa2d_split_mma
+    fa2d_prefetch_warp<T, HD>(P, rank, unit / P.row_chunks, 16 * W);
+    if constexpr (!(FA2D_KNOCKOUT & FA2D_KO_WAIT))
+        orin_cu_wait_prior();
+    FA2D_MARK(1, 0.0f);
+
+    const int warp = threadIdx.x >> 5;
+    const int kvh = unit / P.row_chunks, chunk = unit % P.row_chunks;
+    const int head0 = kvh * P.group + chunk * R;
+    const int rows = min(R, P.group - chunk * R);
+
+    int64_t begin, end;
+    if constexpr (FA2D_KNOCKOUT & FA2D_KO_INPUTS)
+        fa2d_range_at(P, P.max_kv_len - 1, rank, &begin, &end);
+    else
+        fa2d_range(P, rank, &begin, &end);
+    FA2D_MARK(2, end);
+    // Read here, with the piece (the same p, one load): read after the first
+    // cluster barrier it was an L2 round trip on the kernel's tail.
+    bool valid = true;
+    if constexpr (!(FA2D_KNOCKOUT & FA2D_KO_INPUTS))
+        valid = fa2d_valid_position(P);
+    fa2d_mma_state<HD> st;
+    fa2d_mma_warp_range<T, HD, W>(P, kvh, head0, rows, begin, end, st);
+    FA2D_MARK(3, st.l0 + st.o[HD / 16 - 1][3]);
+    if constexpr (FA2D_KNOCKOUT & FA2D_KO_MERGE) {
+        // One value a warp keeps the work alive: the sum of every accumulator,
+        // so that no V load or mma is dead code (a single accumulator let the
+        // compiler drop half of V's loads and most of P V).
+        float sum = st.m0 + st.m1 + st.l0 + st.l1;
+#pragma unroll
+        for (int i = 0; i < HD / 16; i++)
+            sum += st.o[i][0] + st.o[i][1] + st.o[i][2] + st.o[i][3];
+        if ((threadIdx.x & 31) == 0)
+            ((T *)P.out)[(int64_t)head0 * HD + (rank * W + warp) % (rows * HD)] =
+                orin_cu_from_f32<T>(sum);
+        return;
+    }
+    fa2d_mma_store_warp<HD>(st, sm.o[warp], sm.m[warp], sm.l[warp]);
+    __syncthreads();
+    FA2D_MARK(4, 0.0f);
+
+    // The block's rows from its warps (a warp without positions weighs 0).
+    for (int i = threadIdx.x; i < rows * HD; i += THREADS) {
+        const int r = i / HD, d = i % HD;
+        float M = -INFINITY;
+#pragma unroll
+        for (int w = 0; w < W; w++)
+            M = fmaxf(M, sm.m[w][r]);
+        float L = 0.0f, O = 0.0f;
+#pragma unroll
+        for (int w = 0; w < W; w++) {
+            const float mw = sm.m[w][r], e = mw == -INFINITY ? 0.0f : exp2f(mw - M);
+            L += e * sm.l[w][r];
+            O += e * sm.o[w][r][d];
+        }
+        sm.block_o[r][d] = O;
+        if (d == 0) {
+            sm.block_m[r] = M;
+            sm.block_l[r] = L;
+        }
+    }
+    FA2D_MARK(5, sm.block_l[0]);
+    cluster.sync(); // release this block's rows, acquire the others'
+    FA2D_MARK(6, 0.0f);
+
+    // This block's share of the unit's outputs, merged over the cluster. An
+    // invalid p left every piece empty: every weight is 0 and the row NaN.
+    const int items = rows * HD, share = (items + C - 1) / C;
+    for (int i = threadIdx.x; i < share; i += THREADS) {
+        const int item = rank * share + i;
+        if (item >= items)
+            break;
+        const int r = item / HD, d = item % HD;
+        float mj[C], lj[C], oj[C];
+#pragma unroll
+        for (int j = 0; j < C; j++) { // all 3 C remote loads in flight
+            const fa2d_cluster_smem<HD, W> *other = cluster.map_shared_rank(&sm, (unsigned)j);
+            mj[j] = other->block_m[r];
+            lj[j] = other->block_l[r];
+            oj[j] = other->block_o[r][d];
+        }
+        float M = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < C; j++)
+            M = fmaxf(M, mj[j]);
+        float L = 0.0f, O = 0.0f;
+#pragma unroll
+        for (int j = 0; j < C; j++) {
+            const float e = mj[j] == -INFINITY ? 0.0f : exp2f(mj[j] - M);
+            L += e * lj[j];
+            O += e * oj[j];
+        }
+        T *out = (T *)P.out + (int64_t)(head0 + r) * HD + d;
+        *out = orin_cu_from_f32<T>(valid ? O / L : fa2d_nan());
+    }
+    FA2D_MARK(7, 0.0f);
+    cluster.sync(); // no block exits while another may still read its rows
+    FA2D_MARK(8, 0.0f);
+#endif
+}
+
+#endif
