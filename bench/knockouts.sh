@@ -11,9 +11,9 @@
 #     (bench/notes/quant.md, "knock-outs"), and with MODEL set that model's
 #     decode step.
 #   bash bench/knockouts.sh attention BUILD_DIR
-#     fa2's decode (FA2D_KNOCKOUT, plugins/attention_fa2/cuda_decode_common.cuh): the
-#     PDL wait, the K/V steps, the p and q reads after the wait, the cluster
-#     kernel's merges; then all four; attention_bench's decode at LENS
+#     fa2's decode (FA2D_KNOCKOUT, plugins/attention_fa2/
+#     cuda_decode_common.cuh): the PDL wait, the K/V steps, the p and q reads
+#     after the wait, the cluster kernel's merges; then all four; attention_bench's decode at LENS
 #     ("512,1024,4096"), us each (graph replay), and with MODEL set (a model
 #     folder, e.g. /tmp/orin-shaped/qwen3-8b-awq) that model's decode step.
 #   bash bench/knockouts.sh xbytes BUILD_DIR
