@@ -13,9 +13,10 @@
 #   bash bench/knockouts.sh attention BUILD_DIR
 #     fa2's decode (FA2D_KNOCKOUT, plugins/attention_fa2/
 #     cuda_decode_common.cuh): the PDL wait, the K/V steps, the p and q reads
-#     after the wait, the cluster kernel's merges; then all four; attention_bench's decode at LENS
-#     ("512,1024,4096"), us each (graph replay), and with MODEL set (a model
-#     folder, e.g. /tmp/orin-shaped/qwen3-8b-awq) that model's decode step.
+#     after the wait, the cluster kernel's merges; then all four;
+#     attention_bench's decode at LENS ("512,1024,4096"), us each (graph
+#     replay), and with MODEL set (a model folder, e.g.
+#     /tmp/orin-shaped/qwen3-8b-awq) that model's decode step.
 #   bash bench/knockouts.sh xbytes BUILD_DIR
 #     x's loads after the wait cut to 1/4 and 1/32 of the row (GEMV_KO_X_DIV,
 #     plugins/ops_common/cuda_gemv.cuh; the round trip and the norm stay):
