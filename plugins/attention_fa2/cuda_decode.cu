@@ -129,7 +129,9 @@ struct fa2d_config {
     int bps; // 0: the kernel's occupancy
     int cp;  // the mma split kernel: 0 fa2d_split_mma ("cpasync=0"); else fa2d_split_cp
              // with this many tiles a warp (2, 3, 4, 6; "cpasync=N"), -1 its default
-    int prefetch; // warp steps prefetched before the PDL wait ("prefetch=N", 0..8), -1 default
+    int prefetch; // warp steps prefetched before the PDL wait ("prefetch=N", 0..8), or -1:
+                  // the kernel's rule from p (fa2d_prefetch_warp; graph-safe: read on the
+                  // device, so a graph captured at one length replays right at any other)
     int cwarps;   // warps a block of the cluster kernel: 8 or 16 ("cwarps=N"), 0: AUTO's pick
 };
 
@@ -193,16 +195,6 @@ int fa2d_parse_config(fa2d_config *cfg)
             p++;
     }
     return 0;
-}
-
-// fa2d_params.prefetch_steps: the configured count ("prefetch=N"), else -1,
-// the kernel's rule from p (fa2d_prefetch_warp: one step where the call's piece
-// has FA2D_PREFETCH_LONG steps a warp or its K/V is FA2D_PREFETCH_SHORT_BYTES at most).
-// Graph-safe: the rule reads p on the device, so a graph captured at one length
-// replays right at any other.
-int fa2d_prefetch_steps(const fa2d_config *cfg)
-{
-    return cfg->prefetch >= 0 ? cfg->prefetch : -1;
 }
 
 // The counter slab of the exec's stream, or -1 when all are taken (the call then
@@ -463,7 +455,7 @@ int fa2d_launch_cluster(const orin_exec *ex, orin_dtype dt, const fa2d_config *c
                         fa2d_params P, int units)
 {
     P.splits = C;
-    P.prefetch_steps = fa2d_prefetch_steps(cfg);
+    P.prefetch_steps = cfg->prefetch;
     orin_cu_launch_cluster(ex, true, C, fa2d_cluster_mma<T, HD, C, W>, dim3(C, (unsigned)units),
                            dim3(W * 32), sizeof(fa2d_cluster_smem<HD, W>), P);
 #if FA2D_TIMELINE
@@ -542,7 +534,7 @@ int fa2d_launch(const orin_exec *ex, const orin_attention_args *a, orin_dtype dt
     const int occupancy = fa2d_blocks_per_sm(ex, kernel, smem);
     const int bps = cfg->bps ? cfg->bps : occupancy;
     P.splits = fa2d_splits(orin_cu_sm_count(ex), bps, units, a->max_kv_len);
-    P.prefetch_steps = tiles ? fa2d_prefetch_steps(cfg) : 0;
+    P.prefetch_steps = tiles ? cfg->prefetch : 0;
     P.partial_o = (float *)ex->workspace;
     P.partial_lse = P.partial_o + (size_t)P.splits * P.heads * hd;
     P.slab = cfg->combine == FA2D_COMBINE_FUSED && units <= FA2D_SLAB_COUNTERS

@@ -6,15 +6,11 @@
 #ifndef ORIN_OPS_COMMON_CUDA_QMMA_CUH
 #define ORIN_OPS_COMMON_CUDA_QMMA_CUH
 
+#include "cuda_gemv.cuh"
 #include "orin/cuda_util.cuh"
 
 #include <stdint.h>
 #include <type_traits>
-
-// x's loads cut for timing only (the knock-out's comment: cuda_gemv.cuh).
-#ifndef GEMV_KO_X_DIV
-#define GEMV_KO_X_DIV 1
-#endif
 
 // ---- layout 1: tiles for mma.sync ---------------------------------------------------
 //
