@@ -263,45 +263,50 @@ __device__ __forceinline__ void qmma_stage_x(const qmma_staging<T, FMT, SPAN> &s
     }
 }
 
-// A lane's running state over its warp's k-tiles: the open span's two mma
-// chains (even and odd tiles, so that consecutive mmas do not wait on each
-// other), its group entry, the group counters (gi, and `left`: the group's
-// k-tiles not yet begun; the same for the whole warp), the next span's sum of
-// x (folded weights) and its two rows' totals.
-struct qmma_lane {
+// A lane's running state over its warp's k-tiles, for NT n-tiles (16 rows
+// each) sharing the warp's x: the open span's two mma chains (NT 1: the even
+// and odd tiles, so that consecutive mmas do not wait on each other; NT 2:
+// one a n-tile), each n-tile's group entry, the group counters (gi, and
+// `left`: the group's k-tiles not yet begun; the same for the whole warp), the
+// next span's sum of x (folded weights) and the rows' totals (n-tile nt's rows
+// g and g + 8 at tot[2 nt] and tot[2 nt + 1]).
+template <int NT> struct qmma_lanes {
+    static_assert(NT == 1 || NT == 2, "one or two n-tiles a warp");
     float acc[2][4];
-    lane_group lg;
+    lane_group lg[NT];
     int gi, left;
     const float *span_sum;
-    float tot[2];
+    float tot[2 * NT];
 };
+using qmma_lane = qmma_lanes<1>;
 
-// Units [u, u + B) of a batch, those below u_end (FULL: all of them), into the
-// lane's state. A span is SPAN consecutive k-tiles sharing a scale: it
-// accumulates in the two chains, then its two rows' sums are scaled into the
-// totals, with (folded weights) the offset c times the span's sum of x, which
-// takes the BASE + z each weight carried into the tensor cores off the sum
-// (4 instructions a tile fewer than subtracting it from the weights, for 2
-// FMAs a span; the sums then run ~1,100 times |x| before the offset cancels
-// them, so their f32 rounding is ~2^-24 of that: below the output's f16
-// rounding). Spans start at the warp's first k-tile and never straddle a
-// batch or a group (SPAN divides B UNIT_TILES and the group; the kernel
-// starts and ends each warp's units on span boundaries), so where a span
-// begins and ends is known at compile time.
-template <typename T, int FMT, int SPAN, int B, bool FULL>
+// Units [u, u + B / NT) of a batch, those below u_end (FULL: all of them),
+// into the lane's state: raw[b NT + nt] is n-tile nt's unit u + b, and
+// groups + nt ng that n-tile's group entries. A span is SPAN consecutive
+// k-tiles sharing a scale: it accumulates in the two chains, then its rows'
+// sums are scaled into the totals, with (folded weights) the offset c times
+// the span's sum of x, which takes the BASE + z each weight carried into the
+// tensor cores off the sum (4 instructions a tile fewer than subtracting it
+// from the weights, for 2 FMAs a span and n-tile; the sums then run ~1,100
+// times |x| before the offset cancels them, so their f32 rounding is ~2^-24
+// of that: below the output's f16 rounding). Spans start at the warp's first
+// k-tile and never straddle a batch or a group (SPAN divides B / NT UNIT_TILES
+// and the group; the kernel starts and ends each warp's units on span
+// boundaries), so where a span begins and ends is known at compile time. Each
+// unit's x is loaded once for its NT n-tiles.
+template <typename T, int FMT, int SPAN, int B, bool FULL, int NT = 1>
 __device__ __forceinline__ void qmma_batch(const uint4 (&raw)[B], int u, int u_end,
                                            const uint4 *xs, const lane_group *groups, int g, int t,
-                                           int group_tiles, qmma_lane &s)
+                                           int group_tiles, qmma_lanes<NT> &s, int ng = 0)
 {
-    constexpr int UT = tiles_of<FMT>::UNIT_TILES;
-    static_assert((B * UT) % SPAN == 0, "spans within a batch");
+    constexpr int UT = tiles_of<FMT>::UNIT_TILES, BU = B / NT;
+    static_assert(B % NT == 0 && (BU * UT) % SPAN == 0, "spans within a batch");
 #pragma unroll
-    for (int b = 0; b < B; b++) {
+    for (int b = 0; b < BU; b++) {
         if (!FULL && u + b >= u_end)
             break;
         uint2 xv[UT];
         load_x<FMT>(xs, u + b, t, xv);
-        const uint32_t w[4] = {raw[b].x, raw[b].y, raw[b].z, raw[b].w};
 #pragma unroll
         for (int tt = 0; tt < UT; tt++) {
             const int i = b * UT + tt; // a compile-time constant once unrolled
@@ -309,23 +314,39 @@ __device__ __forceinline__ void qmma_batch(const uint4 (&raw)[B], int u, int u_e
                 const bool next = s.left == 0;
                 s.gi += next;
                 s.left = (next ? group_tiles : s.left) - SPAN;
-                s.lg = groups[s.gi * 8 + g];
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++)
+                    s.lg[nt] = groups[nt * ng + s.gi * 8 + g];
 #pragma unroll
                 for (int e = 0; e < 4; e++)
                     s.acc[0][e] = s.acc[1][e] = 0.0f;
             }
-            uint32_t a[4];
-            tile_fragments<T, FMT>(w, tt, a);
-            orin_cu_mma16816<T>(s.acc[i & 1], a[0], a[1], a[2], a[3], xv[tt].x, xv[tt].y);
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++) {
+                const uint4 r = raw[b * NT + nt];
+                const uint32_t w[4] = {r.x, r.y, r.z, r.w};
+                uint32_t a[4];
+                tile_fragments<T, FMT>(w, tt, a);
+                orin_cu_mma16816<T>(s.acc[NT == 1 ? i & 1 : nt], a[0], a[1], a[2], a[3], xv[tt].x,
+                                    xv[tt].y);
+            }
             if (i % SPAN == SPAN - 1) {
-                float off0 = 0.0f, off1 = 0.0f;
-                if constexpr (qmma_fold<T, FMT>::on) {
-                    const float sx = *s.span_sum++;
-                    off0 = s.lg.c0 * sx;
-                    off1 = s.lg.c1 * sx;
+                float sx = 0.0f;
+                if constexpr (qmma_fold<T, FMT>::on)
+                    sx = *s.span_sum++;
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++) {
+                    const lane_group &lg = s.lg[nt];
+                    float off0 = 0.0f, off1 = 0.0f;
+                    if constexpr (qmma_fold<T, FMT>::on) {
+                        off0 = lg.c0 * sx;
+                        off1 = lg.c1 * sx;
+                    }
+                    const float a0 = NT == 1 ? s.acc[0][0] + s.acc[1][0] : s.acc[nt][0];
+                    const float a2 = NT == 1 ? s.acc[0][2] + s.acc[1][2] : s.acc[nt][2];
+                    s.tot[2 * nt] += fmaf(lg.s0, a0, off0);
+                    s.tot[2 * nt + 1] += fmaf(lg.s1, a2, off1);
                 }
-                s.tot[0] += fmaf(s.lg.s0, s.acc[0][0] + s.acc[1][0], off0);
-                s.tot[1] += fmaf(s.lg.s1, s.acc[0][2] + s.acc[1][2], off1);
             }
         }
     }

@@ -300,13 +300,18 @@ __device__ __forceinline__ qmma_matrix qmma_pick(const qmma_params &p, int i)
 }
 
 
-template <int B>
-__device__ __forceinline__ void load_units(uint4 (&buf)[B], const uint4 *q, int u, int u_end)
+// Units [u, u + B / NT) of NT n-tiles (n-tile nt's at q + nt tile_stride),
+// those below u_end, into buf[b NT + nt] (qmma_batch's order).
+template <int B, int NT = 1>
+__device__ __forceinline__ void load_units(uint4 (&buf)[B], const uint4 *q, int u, int u_end,
+                                           size_t tile_stride = 0)
 {
 #pragma unroll
-    for (int b = 0; b < B; b++)
+    for (int b = 0; b < B / NT; b++)
         if (u + b < u_end)
-            buf[b] = load_weights16(q + (size_t)(u + b) * 32);
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++)
+                buf[b * NT + nt] = load_weights16(q + nt * tile_stride + (size_t)(u + b) * 32);
 }
 
 
@@ -319,21 +324,26 @@ __host__ __device__ __forceinline__ int qmma_warp_share(int units, int team, int
 
 // FULL: every warp's units are whole batches (the host's pick, from
 // qmma_warp_share), so that the main loop tests no unit against the end.
-template <typename T, int FMT, int SPAN, int WARPS, int MODE, int DEPTH = 1, bool FULL = false>
+// NT: n-tiles a block takes of each matrix (SWIGLU: 2 where the grid would
+// otherwise run in two waves, qmma_pair_tiles), each warp all NT of its
+// matrix over its units, loading x once for them.
+template <typename T, int FMT, int SPAN, int WARPS, int MODE, int DEPTH = 1, bool FULL = false,
+          int NT = 1>
 __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
                                               : WARPS == QMMA_WARPS_WIDE ? QMMA_WIDE_MIN_BLOCKS
                                                                          : 1)
     qmma_gemv_kernel(qmma_params p)
 {
     constexpr int UT = tiles_of<FMT>::UNIT_TILES;
-    constexpr int B = qmma_batch_units<FMT>(DEPTH);
+    constexpr int B = qmma_batch_units<FMT>(DEPTH), BU = B / NT; // loads, units a batch
+    static_assert(NT == 1 || MODE == QMMA_SWIGLU, "n-tiles in pairs: gate/up only");
     constexpr int MATS = MODE == QMMA_SWIGLU ? 2 : 1; // matrices a block reads
     constexpr int TEAM = WARPS / MATS;                 // warps on one matrix
     // x [k], then the group data [MATS][groups][8], then with a norm in front
     // the normalised row and its weight [2][k], then the spans' sums of x
     // [k / 16 SPAN] (qmma_smem_bytes)
     extern __shared__ uint4 smem[];
-    __shared__ float red[WARPS][16];
+    __shared__ float red[WARPS][16 * NT];
     __shared__ float scratch[32];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int g = lane >> 2, t = lane & 3;
@@ -342,13 +352,15 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
     if (MODE == QMMA_SEGMENTS)
         while (seg + 1 < p.count && (int)blockIdx.x >= p.begin[seg + 1])
             seg++;
-    const int j = (int)blockIdx.x - p.begin[seg], mine = MODE == QMMA_SWIGLU ? warp / TEAM : 0;
+    // the block's first n-tile
+    const int j = ((int)blockIdx.x - p.begin[seg]) * NT, mine = MODE == QMMA_SWIGLU ? warp / TEAM : 0;
     const qmma_matrix mat = qmma_pick(p, MODE == QMMA_SWIGLU ? mine : seg);
     // the warp's units: a TEAM-th of them, whole spans (units are whole groups)
     constexpr int SPAN_UNITS = SPAN > UT ? SPAN / UT : 1;
     const int per = qmma_warp_share(p.units, TEAM, SPAN_UNITS);
     const int u0 = min(p.units, warp % TEAM * per), u1 = min(p.units, u0 + per);
-    const uint4 *q = mat.q + (size_t)j * p.units * 32 + lane;
+    const size_t tile_stride = (size_t)p.units * 32; // uint4 an n-tile
+    const uint4 *q = mat.q + (size_t)j * tile_stride + lane;
     const int k = p.units * tiles_of<FMT>::UNIT_K;
     uint4 *xs = smem;
     lane_group *groups = (lane_group *)(xs + k * sizeof(T) / 16);
@@ -358,31 +370,32 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
     constexpr int EARLY = FMT == FMT_AWQ4 ? QMMA_EARLY_BATCHES_AWQ : QMMA_EARLY_BATCHES_INT8;
     uint4 cur[B], nxt[B];
     if constexpr (EARLY >= 1)
-        load_units(cur, q, u0, u1);
+        load_units<B, NT>(cur, q, u0, u1, tile_stride);
     const bool early2 = EARLY >= 2 || (DEPTH == 1 && p.early2); // deep batches: not (down)
     if (early2)
-        load_units(nxt, q, u0 + B, u1);
+        load_units<B, NT>(nxt, q, u0 + BU, u1, tile_stride);
     // x and the group data to shared memory. The group data is never written
     // by a kernel either: a thread's first PRELOAD entries are loaded before
     // the wait, so that after it only x's round trip (from L2) remains.
-    // Entry i is matrix i / ng's entry i % ng.
-    const int ng = p.groups * 8;
+    // Entry i is matrix i / ngm's entry i % ngm (an n-tile's ng entries after
+    // another's: the stored order).
+    const int ng = p.groups * 8, ngm = NT * ng;
     // the block's group data: of its matrix (SEGMENTS), of gate then up (SWIGLU)
     const uint32_t *s0 = (MODE == QMMA_SWIGLU ? p.m[0] : mat).s + (size_t)j * ng;
     const uint8_t *z0 = (MODE == QMMA_SWIGLU ? p.m[0] : mat).z + (size_t)j * ng;
-    const uint32_t *s1 = p.m[1].s + (size_t)j * ng - ng; // entries ng.. of the block
-    const uint8_t *z1 = p.m[1].z + (size_t)j * ng - ng;
+    const uint32_t *s1 = p.m[1].s + (size_t)j * ng - ngm; // entries ngm.. of the block
+    const uint8_t *z1 = p.m[1].z + (size_t)j * ng - ngm;
     constexpr int PRELOAD = 4, THREADS = 32 * WARPS;
     uint32_t pair[PRELOAD], zb[PRELOAD];
 #pragma unroll
     for (int r = 0; r < PRELOAD; r++) {
         const int i = threadIdx.x + r * THREADS;
-        const bool in = i < MATS * ng;
-        pair[r] = in ? (i < ng ? s0 : s1)[i] : 0;
-        zb[r] = FMT == FMT_AWQ4 && in ? (i < ng ? z0 : z1)[i] : 0;
+        const bool in = i < MATS * ngm;
+        pair[r] = in ? (i < ngm ? s0 : s1)[i] : 0;
+        zb[r] = FMT == FMT_AWQ4 && in ? (i < ngm ? z0 : z1)[i] : 0;
     }
     // with a norm in front, x_out's scratch and the norm's weight (fetched now)
-    T *hs = (T *)(groups + MATS * ng);
+    T *hs = (T *)(groups + MATS * ngm);
     const gemv_norm<T> np = {(const T *)p.norm_residual, (const T *)p.norm_weight,
                              (T *)p.norm_x_out, p.norm_eps};
     if (p.norm_weight)
@@ -401,20 +414,20 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
 #pragma unroll
     for (int r = 0; r < PRELOAD; r++) {
         const int i = threadIdx.x + r * THREADS;
-        if (i < MATS * ng)
+        if (i < MATS * ngm)
             groups[i] = make_lane_group<T, FMT>(pair[r], zb[r]);
     }
-    for (int i = threadIdx.x + PRELOAD * THREADS; i < MATS * ng; i += THREADS)
-        groups[i] = make_lane_group<T, FMT>((i < ng ? s0 : s1)[i],
-                                            FMT == FMT_AWQ4 ? (i < ng ? z0 : z1)[i] : 0);
+    for (int i = threadIdx.x + PRELOAD * THREADS; i < MATS * ngm; i += THREADS)
+        groups[i] = make_lane_group<T, FMT>((i < ngm ? s0 : s1)[i],
+                                            FMT == FMT_AWQ4 ? (i < ngm ? z0 : z1)[i] : 0);
     __syncthreads();
-    const lane_group *my_groups = groups + mine * ng;
+    const lane_group *my_groups = groups + mine * ngm;
     if constexpr (EARLY < 1)
-        load_units(cur, q, u0, u1);
+        load_units<B, NT>(cur, q, u0, u1, tile_stride);
     if (!early2)
-        load_units(nxt, q, u0 + B, u1);
+        load_units<B, NT>(nxt, q, u0 + BU, u1, tile_stride);
 
-    qmma_lane st = {};
+    qmma_lanes<NT> st = {};
     st.gi = u0 * UT / p.group_tiles;
     st.left = p.group_tiles - u0 * UT % p.group_tiles;
     st.span_sum = staging.xsum + u0 * UT / SPAN;
@@ -422,19 +435,21 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
     // no register moves between the two buffers
     auto batch = [&](const uint4(&raw)[B], int u) {
         if constexpr (QMMA_KNOCKOUT & QMMA_KO_COMPUTE)
-            for (int b = 0; b < B && u + b < u1; b++) // keeps the loads, not the k-tiles
-                st.tot[0] += (float)(raw[b].x ^ raw[b].y ^ raw[b].z ^ raw[b].w);
+            for (int b = 0; b < BU && u + b < u1; b++) // keeps the loads, not the k-tiles
+                for (int nt = 0; nt < NT; nt++)
+                    st.tot[0] += (float)(raw[b * NT + nt].x ^ raw[b * NT + nt].y ^
+                                         raw[b * NT + nt].z ^ raw[b * NT + nt].w);
         else
-            qmma_batch<T, FMT, SPAN, B, FULL>(raw, u, u1, xs, my_groups, g, t, p.group_tiles,
-                                              st);
+            qmma_batch<T, FMT, SPAN, B, FULL, NT>(raw, u, u1, xs, my_groups, g, t,
+                                                  p.group_tiles, st, ng);
     };
-    for (int u = u0; u < u1; u += 2 * B) {
+    for (int u = u0; u < u1; u += 2 * BU) {
         batch(cur, u);
-        load_units(cur, q, u + 2 * B, u1);
-        if (u + B >= u1)
+        load_units<B, NT>(cur, q, u + 2 * BU, u1, tile_stride);
+        if (u + BU >= u1)
             break;
-        batch(nxt, u + B);
-        load_units(nxt, q, u + 3 * B, u1);
+        batch(nxt, u + BU);
+        load_units<B, NT>(nxt, q, u + 3 * BU, u1, tile_stride);
     }
     if constexpr (QMMA_KNOCKOUT & QMMA_KO_EPILOGUE) { // each warp's rows, unsummed
         if (lane == 0)
@@ -442,11 +457,14 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
         return;
     }
     if (t == 0) {
-        red[warp][g] = st.tot[0];
-        red[warp][g + 8] = st.tot[1];
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++) {
+            red[warp][16 * nt + g] = st.tot[2 * nt];
+            red[warp][16 * nt + g + 8] = st.tot[2 * nt + 1];
+        }
     }
     __syncthreads();
-    if (threadIdx.x >= 16)
+    if (threadIdx.x >= 16 * NT) // thread r: the block's row 16 j + r
         return;
     float sum[MATS];
 #pragma unroll
@@ -632,6 +650,15 @@ static size_t qmma_smem_bytes(int64_t in, int64_t groups, int mats, bool norm = 
            (norm ? gemv_norm_smem(in, 2) : 0) + (size_t)in / 16 * sizeof(float);
 }
 
+// launch_qmma_pairs' kernel: AWQ's gate/up only (NULL for the others).
+template <typename T, int FMT, int MODE> static const void *qmma_pairs_kernel()
+{
+    if constexpr (FMT == FMT_AWQ4 && MODE == QMMA_SWIGLU)
+        return (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_WIDE, MODE, 1, true, 2>;
+    else
+        return NULL;
+}
+
 template <typename T, int FMT, int MODE>
 static int allow_smem(const char *label)
 {
@@ -649,9 +676,10 @@ static int allow_smem(const char *label)
         (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_WIDE, MODE, 1, true>,
         (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_WIDE, MODE, 2, true>,
         (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_NARROW, MODE, 1, true>,
+        qmma_pairs_kernel<T, FMT, MODE>(),
     };
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
-        if (orin_cu_call(label, "shared memory of the quantized GEMV",
+        if (kernels[i] && orin_cu_call(label, "shared memory of the quantized GEMV",
                          cudaFuncSetAttribute(kernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
                                               (int)QMMA_SMEM_MAX)) != 0)
             return -1;
@@ -801,13 +829,27 @@ static void launch_qmma_warps(const orin_exec *ex, const qmma_params &p, unsigne
                    dim3(blocks), dim3(32 * WARPS), smem, p);
 }
 
+// The paired grid (qmma_pair_tiles): AWQ gate/up, spans of 8, 8-warp blocks,
+// whole batches.
+template <typename T>
+static void launch_qmma_pairs(const orin_exec *ex, const qmma_params &p, unsigned blocks,
+                              size_t smem)
+{
+    orin_cu_launch(ex, true,
+                   qmma_gemv_kernel<T, FMT_AWQ4, 8, QMMA_WARPS_WIDE, QMMA_SWIGLU, 1, true, 2>,
+                   dim3(blocks), dim3(32 * QMMA_WARPS_WIDE), smem, p);
+}
+
 template <typename T, int FMT, int MODE>
 static void launch_qmma_gemv(const orin_exec *ex, const qmma_params &p, unsigned blocks,
-                             size_t smem)
+                             size_t smem, int nt)
 {
     constexpr int DEEP_B = qmma_batch_units<FMT>(2);
     constexpr int TEAM = QMMA_WARPS_WIDE / (MODE == QMMA_SWIGLU ? 2 : 1);
     const int sms = orin_cu_sm_count(ex), warp_units = (p.units + TEAM - 1) / TEAM;
+    if constexpr (FMT == FMT_AWQ4 && MODE == QMMA_SWIGLU)
+        if (nt == 2)
+            return launch_qmma_pairs<T>(ex, p, blocks, smem);
     if ((int)blocks < QMMA_NARROW_BELOW * sms)
         launch_qmma_warps<T, FMT, MODE, QMMA_WARPS_NARROW>(ex, p, blocks, smem);
     else if ((int)blocks <= QMMA_DEEP_UPTO * sms && warp_units >= QMMA_DEEP_BATCHES * DEEP_B)
@@ -818,14 +860,43 @@ static void launch_qmma_gemv(const orin_exec *ex, const qmma_params &p, unsigned
 
 template <typename T>
 static void launch_qmma_mode(const orin_exec *ex, quant_fmt fmt, qmma_mode mode,
-                             const qmma_params &p, unsigned blocks, size_t smem)
+                             const qmma_params &p, unsigned blocks, size_t smem, int nt)
 {
     if (fmt == FMT_AWQ4)
-        mode == QMMA_SWIGLU ? launch_qmma_gemv<T, FMT_AWQ4, QMMA_SWIGLU>(ex, p, blocks, smem)
-                            : launch_qmma_gemv<T, FMT_AWQ4, QMMA_SEGMENTS>(ex, p, blocks, smem);
+        mode == QMMA_SWIGLU
+            ? launch_qmma_gemv<T, FMT_AWQ4, QMMA_SWIGLU>(ex, p, blocks, smem, nt)
+            : launch_qmma_gemv<T, FMT_AWQ4, QMMA_SEGMENTS>(ex, p, blocks, smem, nt);
     else
-        mode == QMMA_SWIGLU ? launch_qmma_gemv<T, FMT_INT8, QMMA_SWIGLU>(ex, p, blocks, smem)
-                            : launch_qmma_gemv<T, FMT_INT8, QMMA_SEGMENTS>(ex, p, blocks, smem);
+        mode == QMMA_SWIGLU
+            ? launch_qmma_gemv<T, FMT_INT8, QMMA_SWIGLU>(ex, p, blocks, smem, nt)
+            : launch_qmma_gemv<T, FMT_INT8, QMMA_SEGMENTS>(ex, p, blocks, smem, nt);
+}
+
+// n-tiles a block takes of each matrix (the kernel's NT): 2 for AWQ's
+// gate/up where a block an n-tile pair would need more than one wave of
+// 8-warp blocks (Qwen3-8B: 768 n-tiles, 396 blocks resident on 132 SMs), so
+// that the grid runs in one: a block's fixed cost (x staged through the
+// norm, its group data, the warps' reduction) is paid once an SM slot
+// instead of twice, and each unit's x is loaded once for two n-tiles. Spans
+// of 8 (groups of 128) only: a batch's 2 units are one span, and every warp's
+// share is whole batches (FULL; units come in whole groups of 2). int8 stays
+// at 1 (its batch of 4 units is a span already; two n-tiles would double its
+// registers). QMMA_PAIR_TILES=0 turns it off (bench/notes/quant.md).
+#ifndef QMMA_PAIR_TILES
+#define QMMA_PAIR_TILES 1
+#endif
+static int qmma_pair_tiles(const orin_exec *ex, const quant_call *c, qmma_mode mode, int tiles,
+                           int units, int group_tiles, int64_t groups, bool norm)
+{
+    constexpr int BU = qmma_batch_units<FMT_AWQ4>(1) / 2, TEAM = QMMA_WARPS_WIDE / 2;
+    if (!QMMA_PAIR_TILES || !QMMA_FULL || c->fmt != FMT_AWQ4 || mode != QMMA_SWIGLU ||
+        tiles % 2 != 0 || group_tiles % 8 != 0 ||
+        tiles <= QMMA_WIDE_MIN_BLOCKS * orin_cu_sm_count(ex))
+        return 1;
+    const int per = qmma_warp_share(units, TEAM, 8 / tiles_of<FMT_AWQ4>::UNIT_TILES);
+    if (per % BU != 0 || units % per % BU != 0)
+        return 1;
+    return qmma_smem_bytes(c->in, groups, 2 * 2, norm) <= QMMA_SMEM_MAX ? 2 : 1;
 }
 
 // One matrix of a GEMV on tiles: its weight, bias (data NULL: none) and output.
@@ -886,19 +957,23 @@ static int tiles_gemv(const orin_exec *ex, const quant_call *c, const qmma_part 
         else
             p.begin[1] = tiles; // gate and up alike
     }
-    const unsigned blocks = (unsigned)(mode == QMMA_SWIGLU ? p.begin[1] : p.begin[count]);
+    const int tiles = mode == QMMA_SWIGLU ? p.begin[1] : p.begin[count];
+    const int nt =
+        qmma_pair_tiles(ex, c, mode, tiles, p.units, p.group_tiles, p.groups, norm != NULL);
+    const unsigned blocks = (unsigned)(tiles / nt);
     // A one-matrix grid of <= 2 blocks an SM (o_proj) finds the SMs nearly
     // empty beside the attention, so its blocks can put both weight batches
     // in flight before the wait (H100: AWQ o 5.46 -> 4.63 us in a graph; the
     // kernel keeps deep batches, down's, at the format's default).
     p.early2 = count == 1 && !norm && (int)blocks <= 2 * orin_cu_sm_count(ex);
-    const size_t smem = qmma_smem_bytes(c->in, p.groups, mode == QMMA_SWIGLU ? 2 : 1, norm != NULL);
+    const size_t smem =
+        qmma_smem_bytes(c->in, p.groups, (mode == QMMA_SWIGLU ? 2 : 1) * nt, norm != NULL);
     if (c->dt == ORIN_F16)
-        launch_qmma_mode<__half>(ex, c->fmt, mode, p, blocks, smem);
+        launch_qmma_mode<__half>(ex, c->fmt, mode, p, blocks, smem, nt);
     else
-        launch_qmma_mode<__nv_bfloat16>(ex, c->fmt, mode, p, blocks, smem);
+        launch_qmma_mode<__nv_bfloat16>(ex, c->fmt, mode, p, blocks, smem, nt);
     return orin_cu_launched(c->label, c->dt, "gemv on tiles: x [1, %lld], %d matrices of %d "
-                            "n-tiles, group %d", (long long)c->in, count, (int)blocks, group);
+                            "n-tiles, group %d", (long long)c->in, count, tiles, group);
 }
 
 // The weight's layout is one this file makes for its shape, or the stored one.
