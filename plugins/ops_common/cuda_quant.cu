@@ -650,11 +650,19 @@ static size_t qmma_smem_bytes(int64_t in, int64_t groups, int mats, bool norm = 
            (norm ? gemv_norm_smem(in, 2) : 0) + (size_t)in / 16 * sizeof(float);
 }
 
-// launch_qmma_pairs' kernel: AWQ's gate/up only (NULL for the others).
+// A paired grid's span (qmma_pair_tiles): a batch's units of one n-tile, B / 2
+// (AWQ 2 units, 8 k-tiles; int8 2 units, 4 k-tiles).
+template <int FMT> constexpr int qmma_pair_span()
+{
+    return qmma_batch_units<FMT>(1) / 2 * tiles_of<FMT>::UNIT_TILES;
+}
+
+// launch_qmma_pairs' kernel: gate/up only (NULL for the others).
 template <typename T, int FMT, int MODE> static const void *qmma_pairs_kernel()
 {
-    if constexpr (FMT == FMT_AWQ4 && MODE == QMMA_SWIGLU)
-        return (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_WIDE, MODE, 1, true, 2>;
+    if constexpr (MODE == QMMA_SWIGLU)
+        return (const void *)
+            qmma_gemv_kernel<T, FMT, qmma_pair_span<FMT>(), QMMA_WARPS_WIDE, MODE, 1, true, 2>;
     else
         return NULL;
 }
@@ -829,14 +837,14 @@ static void launch_qmma_warps(const orin_exec *ex, const qmma_params &p, unsigne
                    dim3(blocks), dim3(32 * WARPS), smem, p);
 }
 
-// The paired grid (qmma_pair_tiles): AWQ gate/up, spans of 8, 8-warp blocks,
-// whole batches.
-template <typename T>
+// The paired grid (qmma_pair_tiles): gate/up, 8-warp blocks, whole batches.
+template <typename T, int FMT>
 static void launch_qmma_pairs(const orin_exec *ex, const qmma_params &p, unsigned blocks,
                               size_t smem)
 {
     orin_cu_launch(ex, true,
-                   qmma_gemv_kernel<T, FMT_AWQ4, 8, QMMA_WARPS_WIDE, QMMA_SWIGLU, 1, true, 2>,
+                   qmma_gemv_kernel<T, FMT, qmma_pair_span<FMT>(), QMMA_WARPS_WIDE, QMMA_SWIGLU, 1,
+                                    true, 2>,
                    dim3(blocks), dim3(32 * QMMA_WARPS_WIDE), smem, p);
 }
 
@@ -847,9 +855,9 @@ static void launch_qmma_gemv(const orin_exec *ex, const qmma_params &p, unsigned
     constexpr int DEEP_B = qmma_batch_units<FMT>(2);
     constexpr int TEAM = QMMA_WARPS_WIDE / (MODE == QMMA_SWIGLU ? 2 : 1);
     const int sms = orin_cu_sm_count(ex), warp_units = (p.units + TEAM - 1) / TEAM;
-    if constexpr (FMT == FMT_AWQ4 && MODE == QMMA_SWIGLU)
+    if constexpr (MODE == QMMA_SWIGLU)
         if (nt == 2)
-            return launch_qmma_pairs<T>(ex, p, blocks, smem);
+            return launch_qmma_pairs<T, FMT>(ex, p, blocks, smem);
     if ((int)blocks < QMMA_NARROW_BELOW * sms)
         launch_qmma_warps<T, FMT, MODE, QMMA_WARPS_NARROW>(ex, p, blocks, smem);
     else if ((int)blocks <= QMMA_DEEP_UPTO * sms && warp_units >= QMMA_DEEP_BATCHES * DEEP_B)
@@ -872,29 +880,32 @@ static void launch_qmma_mode(const orin_exec *ex, quant_fmt fmt, qmma_mode mode,
             : launch_qmma_gemv<T, FMT_INT8, QMMA_SEGMENTS>(ex, p, blocks, smem, nt);
 }
 
-// n-tiles a block takes of each matrix (the kernel's NT): 2 for AWQ's
-// gate/up where a block an n-tile pair would need more than one wave of
-// 8-warp blocks (Qwen3-8B: 768 n-tiles, 396 blocks resident on 132 SMs), so
-// that the grid runs in one: a block's fixed cost (x staged through the
-// norm, its group data, the warps' reduction) is paid once an SM slot
-// instead of twice, and each unit's x is loaded once for two n-tiles. Spans
-// of 8 (groups of 128) only: a batch's 2 units are one span, and every warp's
-// share is whole batches (FULL; units come in whole groups of 2). int8 stays
-// at 1 (its batch of 4 units is a span already; two n-tiles would double its
-// registers). QMMA_PAIR_TILES=0 turns it off (bench/notes/quant.md).
+// n-tiles a block takes of each matrix (the kernel's NT): 2 for gate/up where
+// a block an n-tile pair would need more than one wave of 8-warp blocks
+// (Qwen3-8B: 768 n-tiles, 396 blocks resident on 132 SMs), so that the grid
+// runs in one: a block's fixed cost (x staged through the norm, its group
+// data, the warps' reduction) is paid once an SM slot instead of twice, and
+// each unit's x is loaded once for two n-tiles. H200, AWQ's gate/up alone
+// 18.1 -> 15.8 us, its step 1.947 -> 1.888 ms (bench/notes/quant.md). A batch
+// holds half as many units of each n-tile, so a span is a batch's units
+// (qmma_pair_span: int8's shorter than its usual 8 k-tiles, 2 FMAs more a 4
+// k-tiles); groups of whole 8 k-tiles (128 inputs), every warp's share whole
+// batches (FULL). QMMA_PAIR_TILES: bit 0 AWQ, bit 1 int8 (0: never).
 #ifndef QMMA_PAIR_TILES
-#define QMMA_PAIR_TILES 1
+#define QMMA_PAIR_TILES 3
 #endif
 static int qmma_pair_tiles(const orin_exec *ex, const quant_call *c, qmma_mode mode, int tiles,
                            int units, int group_tiles, int64_t groups, bool norm)
 {
-    constexpr int BU = qmma_batch_units<FMT_AWQ4>(1) / 2, TEAM = QMMA_WARPS_WIDE / 2;
-    if (!QMMA_PAIR_TILES || !QMMA_FULL || c->fmt != FMT_AWQ4 || mode != QMMA_SWIGLU ||
+    const bool awq = c->fmt == FMT_AWQ4;
+    const int bu = (awq ? qmma_batch_units<FMT_AWQ4>(1) : qmma_batch_units<FMT_INT8>(1)) / 2;
+    const int ut = awq ? tiles_of<FMT_AWQ4>::UNIT_TILES : tiles_of<FMT_INT8>::UNIT_TILES;
+    if (!((QMMA_PAIR_TILES >> (awq ? 0 : 1)) & 1) || !QMMA_FULL || mode != QMMA_SWIGLU ||
         tiles % 2 != 0 || group_tiles % 8 != 0 ||
         tiles <= QMMA_WIDE_MIN_BLOCKS * orin_cu_sm_count(ex))
         return 1;
-    const int per = qmma_warp_share(units, TEAM, 8 / tiles_of<FMT_AWQ4>::UNIT_TILES);
-    if (per % BU != 0 || units % per % BU != 0)
+    const int per = qmma_warp_share(units, QMMA_WARPS_WIDE / 2, 8 / ut);
+    if (per % bu != 0 || units % per % bu != 0)
         return 1;
     return qmma_smem_bytes(c->in, groups, 2 * 2, norm) <= QMMA_SMEM_MAX ? 2 : 1;
 }
