@@ -885,14 +885,25 @@ static void launch_qmma_mode(const orin_exec *ex, quant_fmt fmt, qmma_mode mode,
 // (Qwen3-8B: 768 n-tiles, 396 blocks resident on 132 SMs), so that the grid
 // runs in one: a block's fixed cost (x staged through the norm, its group
 // data, the warps' reduction) is paid once an SM slot instead of twice, and
-// each unit's x is loaded once for two n-tiles. H200, AWQ's gate/up alone
-// 18.1 -> 15.8 us, its step 1.947 -> 1.888 ms (bench/notes/quant.md). A batch
-// holds half as many units of each n-tile, so a span is a batch's units
-// (qmma_pair_span: int8's shorter than its usual 8 k-tiles, 2 FMAs more a 4
-// k-tiles); groups of whole 8 k-tiles (128 inputs), every warp's share whole
-// batches (FULL). QMMA_PAIR_TILES: bit 0 AWQ, bit 1 int8 (0: never).
+// each unit's x is loaded once for two n-tiles. A batch holds half as many
+// units of each n-tile, so a span is a batch's units (qmma_pair_span: int8's
+// 4 k-tiles instead of its usual 8, 2 FMAs more an n-tile every 4 k-tiles);
+// groups of whole 8 k-tiles (128 inputs), every warp's share whole batches
+// (FULL). Measured (bench/notes/quant.md, seventh session of 2026-11-27),
+// Qwen3-8B's step at 512:
+//   AWQ:  H200 1.947 -> 1.888 ms (gate/up alone 18.1 -> 15.8 us), H100 2.270
+//         -> 2.263 (21.2 -> 20.2 us): paired on every GPU;
+//   int8: H200 2.520 -> 2.495 (27.8 -> 27.0 us), but H100 3.201 -> 3.237
+//         (36.6 -> 37.2 us): paired only where an SM's share of the memory
+//         bandwidth is at least QMMA_PAIR_INT8_GBS_PER_SM (H200 36 GB/s, H100
+//         SXM 25), i.e. where a block's fixed cost weighs most against its
+//         stream, which is what pairing halves.
+// QMMA_PAIR_TILES: bit 0 AWQ, bit 1 int8 (0: never).
 #ifndef QMMA_PAIR_TILES
 #define QMMA_PAIR_TILES 3
+#endif
+#ifndef QMMA_PAIR_INT8_GBS_PER_SM
+#define QMMA_PAIR_INT8_GBS_PER_SM 30.0
 #endif
 static int qmma_pair_tiles(const orin_exec *ex, const quant_call *c, qmma_mode mode, int tiles,
                            int units, int group_tiles, int64_t groups, bool norm)
@@ -900,9 +911,11 @@ static int qmma_pair_tiles(const orin_exec *ex, const quant_call *c, qmma_mode m
     const bool awq = c->fmt == FMT_AWQ4;
     const int bu = (awq ? qmma_batch_units<FMT_AWQ4>(1) : qmma_batch_units<FMT_INT8>(1)) / 2;
     const int ut = awq ? tiles_of<FMT_AWQ4>::UNIT_TILES : tiles_of<FMT_INT8>::UNIT_TILES;
+    const int sms = orin_cu_sm_count(ex);
     if (!((QMMA_PAIR_TILES >> (awq ? 0 : 1)) & 1) || !QMMA_FULL || mode != QMMA_SWIGLU ||
-        tiles % 2 != 0 || group_tiles % 8 != 0 ||
-        tiles <= QMMA_WIDE_MIN_BLOCKS * orin_cu_sm_count(ex))
+        tiles % 2 != 0 || group_tiles % 8 != 0 || tiles <= QMMA_WIDE_MIN_BLOCKS * sms)
+        return 1;
+    if (!awq && ex->device->mem_bandwidth_gbs < QMMA_PAIR_INT8_GBS_PER_SM * sms)
         return 1;
     const int per = qmma_warp_share(units, QMMA_WARPS_WIDE / 2, 8 / ut);
     if (per % bu != 0 || units % per % bu != 0)
