@@ -7,24 +7,26 @@
 #   bash bench/ab_variants.sh build-gpu "off=-DQMMA_PAIR_TILES=0" -- \
 #     bash bench/quant_ab_row.sh build-gpu {PLUGINS}
 #
-# Environment: PRODUCTS (gate_up), FORMATS (awq int8), WORK (/tmp/orin-shaped:
-# the folders of bench/make_shaped_model.py, qwen3-8b and qwen3-8b-awq).
-# Prints the products on one line, then a line a model.
+# Environment: PRODUCTS (gate_up; "none": no matmul_bench line), FORMATS (awq
+# int8), SHAPE (qwen3-8b), WORK (/tmp/orin-shaped: the folders of
+# bench/make_shaped_model.py, SHAPE and SHAPE-awq). Prints the products (at
+# Qwen3-8B's widths, matmul_bench's) on one line, then a line a model.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:?usage: quant_ab_row.sh BUILD_DIR PLUGINS}
 plugins=${2:?usage: quant_ab_row.sh BUILD_DIR PLUGINS}
 work=${WORK:-/tmp/orin-shaped}
 formats=${FORMATS:-awq int8}
-"$build/matmul_bench" --norm --formats "$(echo $formats | tr ' ' ,)" --dtypes f16 \
+shape=${SHAPE:-qwen3-8b}
+[ "${PRODUCTS:-}" = none ] || "$build/matmul_bench" --norm --formats "$(echo $formats | tr ' ' ,)" --dtypes f16 \
   --products "${PRODUCTS:-gate_up}" --plugins "$plugins" 2>/dev/null |
   grep -E "^(qkv|o|gate_up|down) " |
   sed -E 's/^(\S+) +(\S+).*graph +([0-9.]+) us.* ([0-9.]+) %(.*)/\1 \2 \3 us \4 %\5/' | tr '\n' ';'
-echo
+[ "${PRODUCTS:-}" = none ] || echo
 for f in $formats; do
   case $f in
-    awq) model=(--set model.path="$work/qwen3-8b-awq") ;;
-    int8) model=(--set model.path="$work/qwen3-8b" --set model.quant=int8) ;;
+    awq) model=(--set model.path="$work/$shape-awq") ;;
+    int8) model=(--set model.path="$work/$shape" --set model.quant=int8) ;;
     *) echo "quant_ab_row.sh: format $f: awq or int8" >&2; exit 1 ;;
   esac
   "$build/orin-run" --bench --json --set runtime.device=cuda --set model.dtype=f16 \
@@ -33,7 +35,8 @@ for f in $formats; do
     --set plugins.dir="$plugins" 2>/dev/null | tail -1 |
     python3 -c 'import json, sys
 d = json.loads(sys.stdin.read())
-print("model %s %.4f ms (%.1f %% of %.4f)" % (sys.argv[1], d["decode_step_ms"],
-      100 * d["decode_roofline_fraction"], d["decode_floor_ms"]))' "$f" 2>/dev/null ||
+print("model %s %s %.4f ms (%.1f %% of %.4f)" % (sys.argv[2], sys.argv[1],
+      d["decode_step_ms"], 100 * d["decode_roofline_fraction"], d["decode_floor_ms"]))' \
+      "$f" "$shape" 2>/dev/null ||
     echo "model $f failed"
 done
