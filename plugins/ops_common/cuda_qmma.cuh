@@ -266,7 +266,7 @@ __device__ __forceinline__ void qmma_stage_x(const qmma_staging<T, FMT, SPAN> &s
 // A lane's running state over its warp's k-tiles, for NT n-tiles (16 rows
 // each) sharing the warp's x: the open span's two mma chains (NT 1: the even
 // and odd tiles, so that consecutive mmas do not wait on each other; NT 2:
-// one a n-tile), each n-tile's group entry, the group counters (gi, and
+// one an n-tile), each n-tile's group entry, the group counters (gi, and
 // `left`: the group's k-tiles not yet begun; the same for the whole warp), the
 // next span's sum of x (folded weights) and the rows' totals (n-tile nt's rows
 // g and g + 8 at tot[2 nt] and tot[2 nt + 1]).

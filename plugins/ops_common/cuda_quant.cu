@@ -199,6 +199,9 @@ template <int FMT> __global__ void pack_groups_kernel(pack_params p)
 //    block b in matrix i when begin[i] <= b < begin[i + 1];
 //  - QMMA_SWIGLU: gate and up, block b their n-tile b, half the warps on each;
 //    the epilogue writes silu(gate) * up, each product rounded to T first.
+//    Where that grid would take two waves, block b takes n-tiles 2b and 2b + 1
+//    of each (NT 2, qmma_pair_tiles): a warp's batch 2 units of each n-tile,
+//    one mma chain an n-tile, x read once for both.
 // Warps a block: 8, or 16 where the grid (N/16 blocks) leaves SMs idle (k/v
 // projections), so that each warp takes half as many units.
 #define QMMA_WARPS_WIDE 8
