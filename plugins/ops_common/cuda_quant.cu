@@ -884,11 +884,14 @@ static void launch_qmma_mode(const orin_exec *ex, quant_fmt fmt, qmma_mode mode,
 }
 
 // n-tiles a block takes of each matrix (the kernel's NT): 2 for gate/up where
-// a block an n-tile pair would need more than one wave of 8-warp blocks
-// (Qwen3-8B: 768 n-tiles, 396 blocks resident on 132 SMs), so that the grid
-// runs in one: a block's fixed cost (x staged through the norm, its group
-// data, the warps' reduction) is paid once an SM slot instead of twice, and
-// each unit's x is loaded once for two n-tiles. A batch holds half as many
+// a block an n-tile pair would need two waves of 8-warp blocks and pairs fit
+// one (Qwen3-8B: 768 n-tiles, 396 blocks resident on 132 SMs), so that a
+// block's fixed cost (x staged through the norm, its group data, the warps'
+// reduction) is paid once an SM slot instead of twice, and each unit's x is
+// loaded once for two n-tiles. Where pairs would take more than one wave,
+// their last wave's idle SMs cost more than the fixed costs save: Qwen2.5-7B
+// (1,184 n-tiles: 2.99 waves, paired 1.49) ran int8 0.114 ms slower on the
+// H200, AWQ 0.016 faster. A batch holds half as many
 // units of each n-tile, so a span is a batch's units (qmma_pair_span: int8's
 // 4 k-tiles instead of its usual 8, 2 FMAs more an n-tile every 4 k-tiles);
 // groups of whole 8 k-tiles (128 inputs), every warp's share whole batches
@@ -914,9 +917,9 @@ static int qmma_pair_tiles(const orin_exec *ex, const quant_call *c, qmma_mode m
     const bool awq = c->fmt == FMT_AWQ4;
     const int bu = (awq ? qmma_batch_units<FMT_AWQ4>(1) : qmma_batch_units<FMT_INT8>(1)) / 2;
     const int ut = awq ? tiles_of<FMT_AWQ4>::UNIT_TILES : tiles_of<FMT_INT8>::UNIT_TILES;
-    const int sms = orin_cu_sm_count(ex);
+    const int sms = orin_cu_sm_count(ex), slots = QMMA_WIDE_MIN_BLOCKS * sms;
     if (!((QMMA_PAIR_TILES >> (awq ? 0 : 1)) & 1) || !QMMA_FULL || mode != QMMA_SWIGLU ||
-        tiles % 2 != 0 || group_tiles % 8 != 0 || tiles <= QMMA_WIDE_MIN_BLOCKS * sms)
+        tiles % 2 != 0 || group_tiles % 8 != 0 || tiles <= slots || tiles > 2 * slots)
         return 1;
     if (!awq && ex->device->mem_bandwidth_gbs < QMMA_PAIR_INT8_GBS_PER_SM * sms)
         return 1;

@@ -566,9 +566,9 @@ static void test_fused(orin_weight_format fmt, orin_dtype dt)
     } mlp[] = {
         {1, 4096, 12288, 128}, {1, 576, 1040, 64}, {1, 256, 48, 256},
         {1, 1040, 64, 16},     {3, 256, 160, 32},  {1, 256, 4800, 32},
-        /* more n-tiles than 3 8-warp blocks an SM of a 132-SM GPU hold: AWQ
-         * then takes them in pairs where their count is even (400), one a
-         * block where it is odd (397) */
+        /* more n-tiles than 3 8-warp blocks an SM of a 132-SM GPU hold:
+         * gate/up then takes them in pairs where their count is even (400)
+         * and pairs fit one wave, one a block where it is odd (397) */
         {1, 512, 6400, 128},   {1, 256, 6352, 128},
     };
     for (size_t i = 0; i < sizeof qkv / sizeof qkv[0]; i++) {
@@ -592,7 +592,9 @@ static void test_fused(orin_weight_format fmt, orin_dtype dt)
     swiglu_quant_norm_case(fmt, dt, 3, 256, 160, 32, true);
     qkv_quant_norm_case(fmt, dt, 1, 256, (int64_t[]){4096, 512, 256}, 128, true);
     swiglu_quant_norm_case(fmt, dt, 1, 256, 4800, 32, true);
-    swiglu_quant_norm_case(fmt, dt, 1, 256, 12800, 128, true);
+    /* 750 n-tiles: in pairs on a 132-SM GPU; 850: past one wave of pairs */
+    swiglu_quant_norm_case(fmt, dt, 1, 256, 12000, 128, true);
+    swiglu_quant_norm_case(fmt, dt, 1, 256, 13600, 128, true);
 }
 
 /* ---- bad calls ---- */
