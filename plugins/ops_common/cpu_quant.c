@@ -12,9 +12,10 @@
  *  - more rows (prefill): each tile is dequantized once per CPU_MATMUL_X_ROWS
  *    rows of x into f32 scratch (AWQ as [in][cols], its own order; int8 as
  *    [cols][in]) and multiplied by a one-thread OpenBLAS sgemm.
- * A dequantized weight ((q - z) * s, or q * s) is exact in f32, so both paths
- * multiply by the same weights; they differ from each other, and from the
- * float matmul, only in the order of the f32 sums. */
+ * A dequantized weight ((q - z) * s, or q * s) is exact in f32: prefill
+ * multiplies by those weights; decode takes them apart (a group's sums of x q,
+ * and for AWQ of x, scaled once), so the two paths differ in their f32
+ * rounding, not in the function. */
 #include "cpu.h"
 
 #include "orin/cpu_util.h"
@@ -45,8 +46,8 @@ struct quant_job {
 
 /* The decode tile works in a word's own nibble order (nibble i of word j is
  * column 8j + AWQ_ORDER[i]) so that every nibble comes out of the word by the
- * same operations: a mask and an exact power-of-two scale, nibbles 4..7 after
- * one shift by 16. The compiler turns the 4-lane loops into vector code (no
+ * same operation, a mask (nibbles 4..7 after one shift by 16), its place's
+ * power of two taken off once a group. The compiler turns the 4-lane loops into vector code (no
  * per-lane shifts needed); the sums are put back in column order at the end. */
 static const int AWQ_ORDER[8] = {0, 2, 4, 6, 1, 3, 5, 7};
 static const uint32_t NIBBLE_MASK[4] = {0xfu, 0xf0u, 0xf00u, 0xf000u};
@@ -66,35 +67,42 @@ static void awq_group_params(const orin_qweight *w, int64_t out, int64_t g, int6
         }
 }
 
-/* acc[0..4) += xk * (nibbles - zero) * scale for the 4 nibbles of `half`
- * (a word's low 16 bits, or its high 16 shifted down). */
-static inline void awq_fma4(float *acc, uint32_t half, float xk, const float *zero,
-                            const float *scale)
+/* acc[0..4) += xk * q' for the 4 nibbles of `half` (a word's low 16 bits, or
+ * its high 16 shifted down), q' the nibble masked in place: q 16^i. */
+static inline void awq_fma4(float *acc, uint32_t half, float xk)
 {
-    for (int i = 0; i < 4; i++) {
-        float q = (float)(int32_t)(half & NIBBLE_MASK[i]) * NIBBLE_SCALE[i];
-        acc[i] += xk * ((q - zero[i]) * scale[i]);
-    }
+    for (int i = 0; i < 4; i++)
+        acc[i] += xk * (float)(int32_t)(half & NIBBLE_MASK[i]);
 }
 
-/* y[c] = sum_k x[k] w[c0 + c][k], c < cols, reading each word once. */
+/* y[c] = sum_k x[k] w[c0 + c][k], c < cols, reading each word once. A group
+ * keeps sum_k x[k] q'[k][c] and sum_k x[k] and adds scale (its sum 16^-i less
+ * zero times the sum of x) to y[c] at its end, so that a weight costs a mask,
+ * a conversion and a multiply-add: w = (q - z) s taken apart, as the GPU's
+ * GEMV does (its exact f32 products, the rounding of other sums). */
 static void awq_matvec_tile(const orin_qweight *w, const float *x, int64_t in, int64_t out,
                             int64_t c0, int cols, float *y)
 {
-    float zero[W_ROWS], scale[W_ROWS], acc[W_ROWS];
+    float zero[W_ROWS], scale[W_ROWS], acc[W_ROWS], gacc[W_ROWS];
     const uint32_t *words = (const uint32_t *)w->qweight.data + c0 / 8;
     const int64_t group = w->group_size, stride = out / 8;
     memset(acc, 0, sizeof acc);
-    for (int64_t k = 0; k < in; k++) {
-        if (k % group == 0)
-            awq_group_params(w, out, k / group, c0, cols, zero, scale);
-        const uint32_t *row = words + k * stride;
-        const float xk = x[k];
-        for (int j = 0; j < cols / 8; j++) {
-            const uint32_t word = row[j];
-            awq_fma4(acc + 8 * j, word, xk, zero + 8 * j, scale + 8 * j);
-            awq_fma4(acc + 8 * j + 4, word >> 16, xk, zero + 8 * j + 4, scale + 8 * j + 4);
+    for (int64_t k0 = 0; k0 < in; k0 += group) {
+        awq_group_params(w, out, k0 / group, c0, cols, zero, scale);
+        memset(gacc, 0, sizeof gacc);
+        float xsum = 0.0f;
+        for (int64_t k = k0; k < k0 + group; k++) {
+            const uint32_t *row = words + k * stride;
+            const float xk = x[k];
+            xsum += xk;
+            for (int j = 0; j < cols / 8; j++) {
+                const uint32_t word = row[j];
+                awq_fma4(gacc + 8 * j, word, xk);
+                awq_fma4(gacc + 8 * j + 4, word >> 16, xk);
+            }
         }
+        for (int c = 0; c < cols; c++)
+            acc[c] += scale[c] * (gacc[c] * NIBBLE_SCALE[c % 4] - zero[c] * xsum);
     }
     for (int j = 0; j < cols / 8; j++)
         for (int i = 0; i < 8; i++)
@@ -129,7 +137,8 @@ static void awq_dequant_tile(const orin_qweight *w, int64_t in, int64_t out, int
 
 /* y[c] = sum_k x[k] w[c0 + c][k]: a dot over each output's row, in
  * DOT_LANES partial sums (lane k % DOT_LANES; an order that depends only on
- * the shapes) added up at the end. */
+ * the shapes) of x q a group, each scaled once at the group's end, added up at
+ * the end. */
 static void int8_matvec_tile(const orin_qweight *w, const float *x, int64_t in, int64_t c0,
                              int cols, float *y)
 {
@@ -139,16 +148,19 @@ static void int8_matvec_tile(const orin_qweight *w, const float *x, int64_t in, 
         const uint16_t *scales = (const uint16_t *)w->scales.data + (c0 + c) * groups;
         float acc[DOT_LANES] = {0};
         for (int64_t g = 0; g < groups; g++) {
-            const float s = orin_f16_to_f32(scales[g]);
+            float gacc[DOT_LANES] = {0};
             int64_t k = g * group;
             const int64_t end = k + group;
             for (; k % DOT_LANES != 0 && k < end; k++)
-                acc[k % DOT_LANES] += x[k] * ((float)row[k] * s);
+                gacc[k % DOT_LANES] += x[k] * (float)row[k];
             for (; k + DOT_LANES <= end; k += DOT_LANES)
                 for (int l = 0; l < DOT_LANES; l++)
-                    acc[l] += x[k + l] * ((float)row[k + l] * s);
+                    gacc[l] += x[k + l] * (float)row[k + l];
             for (; k < end; k++)
-                acc[k % DOT_LANES] += x[k] * ((float)row[k] * s);
+                gacc[k % DOT_LANES] += x[k] * (float)row[k];
+            const float s = orin_f16_to_f32(scales[g]);
+            for (int l = 0; l < DOT_LANES; l++)
+                acc[l] += s * gacc[l];
         }
         float sum = 0.0f;
         for (int l = 0; l < DOT_LANES; l++)
