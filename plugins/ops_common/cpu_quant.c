@@ -47,8 +47,9 @@ struct quant_job {
 /* The decode tile works in a word's own nibble order (nibble i of word j is
  * column 8j + AWQ_ORDER[i]) so that every nibble comes out of the word by the
  * same operation, a mask (nibbles 4..7 after one shift by 16), its place's
- * power of two taken off once a group. The compiler turns the 4-lane loops into vector code (no
- * per-lane shifts needed); the sums are put back in column order at the end. */
+ * power of two taken off once a group. The compiler turns the 4-lane loops
+ * into vector code (no per-lane shifts needed); the sums are put back in
+ * column order at the end. */
 static const int AWQ_ORDER[8] = {0, 2, 4, 6, 1, 3, 5, 7};
 static const uint32_t NIBBLE_MASK[4] = {0xfu, 0xf0u, 0xf00u, 0xf000u};
 static const float NIBBLE_SCALE[4] = {1.0f, 1.0f / 16, 1.0f / 256, 1.0f / 4096};
