@@ -355,8 +355,8 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
     if (MODE == QMMA_SEGMENTS)
         while (seg + 1 < p.count && (int)blockIdx.x >= p.begin[seg + 1])
             seg++;
-    // the block's first n-tile
-    const int j = ((int)blockIdx.x - p.begin[seg]) * NT, mine = MODE == QMMA_SWIGLU ? warp / TEAM : 0;
+    const int j = ((int)blockIdx.x - p.begin[seg]) * NT; // the block's first n-tile
+    const int mine = MODE == QMMA_SWIGLU ? warp / TEAM : 0;
     const qmma_matrix mat = qmma_pick(p, MODE == QMMA_SWIGLU ? mine : seg);
     // the warp's units: a TEAM-th of them, whole spans (units are whole groups)
     constexpr int SPAN_UNITS = SPAN > UT ? SPAN / UT : 1;
