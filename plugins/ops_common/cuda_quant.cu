@@ -660,12 +660,17 @@ template <int FMT> constexpr int qmma_pair_span()
     return qmma_batch_units<FMT>(1) / 2 * tiles_of<FMT>::UNIT_TILES;
 }
 
-// launch_qmma_pairs' kernel: gate/up only (NULL for the others).
+// The paired grid's kernel (qmma_pair_tiles): gate/up, 8-warp blocks, whole
+// batches.
+template <typename T, int FMT>
+constexpr void (*qmma_pair_kernel)(qmma_params) =
+    qmma_gemv_kernel<T, FMT, qmma_pair_span<FMT>(), QMMA_WARPS_WIDE, QMMA_SWIGLU, 1, true, 2>;
+
+// allow_smem's entry for it: gate/up only (NULL for the others).
 template <typename T, int FMT, int MODE> static const void *qmma_pairs_kernel()
 {
     if constexpr (MODE == QMMA_SWIGLU)
-        return (const void *)
-            qmma_gemv_kernel<T, FMT, qmma_pair_span<FMT>(), QMMA_WARPS_WIDE, MODE, 1, true, 2>;
+        return (const void *)qmma_pair_kernel<T, FMT>;
     else
         return NULL;
 }
@@ -840,17 +845,6 @@ static void launch_qmma_warps(const orin_exec *ex, const qmma_params &p, unsigne
                    dim3(blocks), dim3(32 * WARPS), smem, p);
 }
 
-// The paired grid (qmma_pair_tiles): gate/up, 8-warp blocks, whole batches.
-template <typename T, int FMT>
-static void launch_qmma_pairs(const orin_exec *ex, const qmma_params &p, unsigned blocks,
-                              size_t smem)
-{
-    orin_cu_launch(ex, true,
-                   qmma_gemv_kernel<T, FMT, qmma_pair_span<FMT>(), QMMA_WARPS_WIDE, QMMA_SWIGLU, 1,
-                                    true, 2>,
-                   dim3(blocks), dim3(32 * QMMA_WARPS_WIDE), smem, p);
-}
-
 template <typename T, int FMT, int MODE>
 static void launch_qmma_gemv(const orin_exec *ex, const qmma_params &p, unsigned blocks,
                              size_t smem, int nt)
@@ -860,7 +854,8 @@ static void launch_qmma_gemv(const orin_exec *ex, const qmma_params &p, unsigned
     const int sms = orin_cu_sm_count(ex), warp_units = (p.units + TEAM - 1) / TEAM;
     if constexpr (MODE == QMMA_SWIGLU)
         if (nt == 2)
-            return launch_qmma_pairs<T, FMT>(ex, p, blocks, smem);
+            return orin_cu_launch(ex, true, qmma_pair_kernel<T, FMT>, dim3(blocks),
+                                  dim3(32 * QMMA_WARPS_WIDE), smem, p);
     if ((int)blocks < QMMA_NARROW_BELOW * sms)
         launch_qmma_warps<T, FMT, MODE, QMMA_WARPS_NARROW>(ex, p, blocks, smem);
     else if ((int)blocks <= QMMA_DEEP_UPTO * sms && warp_units >= QMMA_DEEP_BATCHES * DEEP_B)
@@ -891,11 +886,10 @@ static void launch_qmma_mode(const orin_exec *ex, quant_fmt fmt, qmma_mode mode,
 // loaded once for two n-tiles. Where pairs would take more than one wave,
 // their last wave's idle SMs cost more than the fixed costs save: Qwen2.5-7B
 // (1,184 n-tiles: 2.99 waves, paired 1.49) ran int8 0.114 ms slower on the
-// H200, AWQ 0.016 faster. A batch holds half as many
-// units of each n-tile, so a span is a batch's units (qmma_pair_span: int8's
-// 4 k-tiles instead of its usual 8, 2 FMAs more an n-tile every 4 k-tiles);
-// groups of whole 8 k-tiles (128 inputs), every warp's share whole batches
-// (FULL). Measured (bench/notes/quant.md, seventh session of 2026-11-27),
+// H200, AWQ 0.016 faster. A batch holds half as many units of each n-tile, so
+// a span is a batch's units (qmma_pair_span: int8's 4 k-tiles instead of its
+// usual 8, 2 FMAs more an n-tile every 4 k-tiles); groups of whole 8 k-tiles
+// (128 inputs), every warp's share whole batches (FULL). Measured (bench/notes/quant.md, seventh session of 2026-11-27),
 // Qwen3-8B's step at 512:
 //   AWQ:  H200 1.947 -> 1.888 ms (gate/up alone 18.1 -> 15.8 us), H100 2.270
 //         -> 2.263 (21.2 -> 20.2 us): paired on every GPU;
