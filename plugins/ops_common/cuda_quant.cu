@@ -667,7 +667,7 @@ constexpr void (*qmma_pair_kernel)(qmma_params) =
     qmma_gemv_kernel<T, FMT, qmma_pair_span<FMT>(), QMMA_WARPS_WIDE, QMMA_SWIGLU, 1, true, 2>;
 
 // allow_smem's entry for it: gate/up only (NULL for the others).
-template <typename T, int FMT, int MODE> static const void *qmma_pairs_kernel()
+template <typename T, int FMT, int MODE> static const void *qmma_pair_kernel_of()
 {
     if constexpr (MODE == QMMA_SWIGLU)
         return (const void *)qmma_pair_kernel<T, FMT>;
@@ -692,7 +692,7 @@ static int allow_smem(const char *label)
         (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_WIDE, MODE, 1, true>,
         (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_WIDE, MODE, 2, true>,
         (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_NARROW, MODE, 1, true>,
-        qmma_pairs_kernel<T, FMT, MODE>(),
+        qmma_pair_kernel_of<T, FMT, MODE>(),
     };
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
         if (kernels[i] && orin_cu_call(label, "shared memory of the quantized GEMV",
@@ -889,8 +889,9 @@ static void launch_qmma_mode(const orin_exec *ex, quant_fmt fmt, qmma_mode mode,
 // H200, AWQ 0.016 faster. A batch holds half as many units of each n-tile, so
 // a span is a batch's units (qmma_pair_span: int8's 4 k-tiles instead of its
 // usual 8, 2 FMAs more an n-tile every 4 k-tiles); groups of whole 8 k-tiles
-// (128 inputs), every warp's share whole batches (FULL). Measured (bench/notes/quant.md, seventh session of 2026-11-27),
-// Qwen3-8B's step at 512:
+// (128 inputs), every warp's share whole batches (FULL). Measured
+// (bench/notes/quant.md, seventh session of 2026-11-27), Qwen3-8B's step at
+// 512:
 //   AWQ:  H200 1.947 -> 1.888 ms (gate/up alone 18.1 -> 15.8 us), H100 2.270
 //         -> 2.263 (21.2 -> 20.2 us): paired on every GPU;
 //   int8: H200 2.520 -> 2.495 (27.8 -> 27.0 us), but H100 3.201 -> 3.237
