@@ -261,6 +261,22 @@ enum { QMMA_KO_WAIT = 1, QMMA_KO_STAGE = 2, QMMA_KO_COMPUTE = 4, QMMA_KO_EPILOGU
 #ifndef QMMA_EARLY_BATCHES_INT8
 #define QMMA_EARLY_BATCHES_INT8 2
 #endif
+// Batches of a warp's weight units, after those it loads before the PDL wait,
+// asked into L2 before it by one cp.async.bulk.prefetch.L2 an n-tile (sm_90),
+// so that the loads after x's staging come from L2, not DRAM. Taken by AWQ's
+// gate/up grid (QMMA_L2_AHEAD_MODES bit 2; bit 1: the one-matrix grids), two
+// batches: H100, the model at 512, 2.271 ms with none, 2.243 with one, 2.212
+// with two; q/k/v, o and down lose by it, a prefetch a line instead of the
+// bulk form loses, int8 is no faster (bench/notes/quant.md, ninth session).
+#ifndef QMMA_L2_AHEAD_AWQ
+#define QMMA_L2_AHEAD_AWQ 2
+#endif
+#ifndef QMMA_L2_AHEAD_INT8
+#define QMMA_L2_AHEAD_INT8 0
+#endif
+#ifndef QMMA_L2_AHEAD_MODES
+#define QMMA_L2_AHEAD_MODES 2
+#endif
 
 enum qmma_mode { QMMA_SEGMENTS, QMMA_SWIGLU };
 
@@ -317,6 +333,22 @@ __device__ __forceinline__ void load_units(uint4 (&buf)[B], const uint4 *q, int 
                 buf[b * NT + nt] = load_weights16(q + nt * tile_stride + (size_t)(u + b) * 32);
 }
 
+
+// Units [first, min(u1, first + n)) of each of nt n-tiles (tile_stride uint4
+// apart from q) asked into L2 by lanes 0..nt-1 of a warp: a hint, which
+// nothing waits on (sm_90: a no-op below).
+__device__ __forceinline__ void qmma_l2_ahead(const uint4 *q, size_t tile_stride, int nt,
+                                              int first, int u1, int n, int lane)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    const int units = min(u1, first + n) - first;
+    if (units > 0 && lane < nt)
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(
+                         q + lane * tile_stride + (size_t)first * 32),
+                     "r"(units * 512)
+                     : "memory");
+#endif
+}
 
 // Units a warp takes: a team-th of them, whole spans of span_units (units
 // are whole groups); warp w takes [w per, (w + 1) per) of those that exist.
@@ -405,6 +437,13 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
         gemv_norm_fetch_weight<T>(np, k, hs + k);
     const qmma_staging<T, FMT, SPAN> staging = {(uint2 *)xs,
                                                  (float *)(hs + (p.norm_weight ? 2 * k : 0))};
+    // the next batches into L2 (QMMA_L2_AHEAD_*)
+    constexpr int AHEAD = (QMMA_L2_AHEAD_MODES & (MODE == QMMA_SWIGLU ? 2 : 1)) == 0 ? 0
+                          : FMT == FMT_AWQ4 ? QMMA_L2_AHEAD_AWQ
+                                            : QMMA_L2_AHEAD_INT8;
+    if constexpr (AHEAD > 0)
+        qmma_l2_ahead(mat.q + (size_t)j * tile_stride, tile_stride, NT,
+                      u0 + (early2 ? 2 : EARLY) * BU, u1, AHEAD * BU, lane);
     // PDL prologue (orin/cuda_util.cuh): the previous kernel wrote x.
     orin_cu_allow_next();
     if constexpr (!(QMMA_KNOCKOUT & QMMA_KO_WAIT))
