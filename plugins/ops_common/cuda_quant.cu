@@ -264,8 +264,8 @@ enum { QMMA_KO_WAIT = 1, QMMA_KO_STAGE = 2, QMMA_KO_COMPUTE = 4, QMMA_KO_EPILOGU
 // Batches of a warp's weight units, after those it loads before the PDL wait,
 // asked into L2 before it by one cp.async.bulk.prefetch.L2 an n-tile (sm_90),
 // so that the loads after x's staging come from L2, not DRAM. Taken by AWQ's
-// gate/up in pairs (QMMA_L2_AHEAD_MODES bit 2; bit 1: the one-matrix grids,
-// bit 4: gate/up one n-tile a block), two batches: H100, the model at 512,
+// gate/up in pairs (QMMA_L2_AHEAD_MODES bit 2, gate/up of several n-tiles a
+// block; bit 1: the one-matrix grids, bit 4: gate/up one n-tile a block), two batches: H100, the model at 512,
 // 2.271 ms with none, 2.243 with one, 2.212 with two; q/k/v, o and down lose
 // by it (a warp's 2-3 batches: so would unpaired gate/up's on small models,
 // not measured), a prefetch a line instead of the bulk form loses, int8 is no
@@ -440,7 +440,7 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
     const qmma_staging<T, FMT, SPAN> staging = {(uint2 *)xs,
                                                  (float *)(hs + (p.norm_weight ? 2 * k : 0))};
     // the next batches into L2 (QMMA_L2_AHEAD_*)
-    constexpr int KIND = MODE == QMMA_SWIGLU ? (NT == 2 ? 2 : 4) : 1; // QMMA_L2_AHEAD_MODES' bits
+    constexpr int KIND = MODE == QMMA_SWIGLU ? (NT >= 2 ? 2 : 4) : 1; // QMMA_L2_AHEAD_MODES' bits
     constexpr int AHEAD = (QMMA_L2_AHEAD_MODES & KIND) == 0 ? 0
                           : FMT == FMT_AWQ4 ? QMMA_L2_AHEAD_AWQ
                                             : QMMA_L2_AHEAD_INT8;
