@@ -264,12 +264,13 @@ enum { QMMA_KO_WAIT = 1, QMMA_KO_STAGE = 2, QMMA_KO_COMPUTE = 4, QMMA_KO_EPILOGU
 // Batches of a warp's weight units, after those it loads before the PDL wait,
 // asked into L2 before it by one cp.async.bulk.prefetch.L2 an n-tile (sm_90),
 // so that the loads after x's staging come from L2, not DRAM. Taken by AWQ's
-// gate/up in pairs (QMMA_L2_AHEAD_MODES bit 2, gate/up of several n-tiles a
-// block; bit 1: the one-matrix grids, bit 4: gate/up one n-tile a block), two batches: H100, the model at 512,
-// 2.271 ms with none, 2.243 with one, 2.212 with two; q/k/v, o and down lose
-// by it (a warp's 2-3 batches: so would unpaired gate/up's on small models,
-// not measured), a prefetch a line instead of the bulk form loses, int8 is no
-// faster (bench/notes/quant.md, ninth session).
+// gate/up in pairs, two batches: H100, the model at 512, 2.271 ms with none,
+// 2.243 with one, 2.212 with two. q/k/v, o and down lose by it (a warp's 2-3
+// batches; so would unpaired gate/up's on small models, not measured), a
+// prefetch a line instead of the bulk form loses, int8 is no faster
+// (bench/notes/quant.md, ninth session). QMMA_L2_AHEAD_MODES: bit 1 the
+// one-matrix grids, bit 2 gate/up of several n-tiles a block, bit 4 gate/up
+// one n-tile a block.
 #ifndef QMMA_L2_AHEAD_AWQ
 #define QMMA_L2_AHEAD_AWQ 2
 #endif
