@@ -119,8 +119,7 @@ __global__ void probe_l2_prefetch_kernel(const char *src, size_t bytes, uint32_t
          off += stride) {
         const uint32_t n = bytes - off < chunk ? (uint32_t)((bytes - off) & ~(size_t)15) : chunk;
         if (n)
-            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src + off), "r"(n)
-                         : "memory");
+            orin_cu_prefetch_l2_bulk(src + off, n);
     }
 #endif
 }

@@ -343,14 +343,10 @@ __device__ __forceinline__ void load_units(uint4 (&buf)[B], const uint4 *q, int 
 __device__ __forceinline__ void qmma_l2_ahead(const uint4 *q, size_t tile_stride, int nt,
                                               int first, int u1, int n, int lane)
 {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     const int units = min(u1, first + n) - first;
     if (units > 0 && lane < nt)
-        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(
-                         q + lane * tile_stride + (size_t)first * 32),
-                     "r"(units * 512)
-                     : "memory");
-#endif
+        orin_cu_prefetch_l2_bulk(q + lane * tile_stride + (size_t)first * 32,
+                                 (uint32_t)units * 512);
 }
 
 // Units a warp takes: a team-th of them, whole spans of span_units (units

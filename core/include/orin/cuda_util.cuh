@@ -420,6 +420,15 @@ __device__ __forceinline__ void orin_cu_prefetch_l2(const void *p)
     asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
 
+/* [p, p + bytes) into L2 by one bulk request (p 16-byte aligned, bytes a
+ * multiple of 16), as a hint nothing waits on; sm_90, a no-op below. */
+__device__ __forceinline__ void orin_cu_prefetch_l2_bulk(const void *p, uint32_t bytes)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+#endif
+}
+
 /* kernel<<<grid, block, smem, the exec's stream>>>(args...), with the
  * programmatic attribute when pdl and orin_cu_pdl(ex): the kernel then follows
  * the contract above; and in thread-block clusters of cluster_x blocks along x
