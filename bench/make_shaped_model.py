@@ -71,6 +71,8 @@ SHAPES = {
                      head_dim=128, tie=True, max_pos=40960),
     "qwen3-8b": dict(arch="qwen3", hidden=4096, inter=12288, layers=36, heads=32, kv=8,
                      head_dim=128, tie=False, max_pos=40960),
+    "qwen3-14b": dict(arch="qwen3", hidden=5120, inter=17408, layers=40, heads=40, kv=8,
+                      head_dim=128, tie=False, max_pos=40960),
     "qwen2.5-0.5b": dict(arch="qwen2", hidden=896, inter=4864, layers=24, heads=14, kv=2,
                          head_dim=64, tie=True, max_pos=32768),
     "qwen2.5-1.5b": dict(arch="qwen2", hidden=1536, inter=8960, layers=28, heads=12, kv=2,

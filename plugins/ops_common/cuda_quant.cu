@@ -196,7 +196,8 @@ template <int FMT> __global__ void pack_groups_kernel(pack_params p)
 // under it (bench/knockouts.sh quant).
 // Two modes, so that a decode step's q/k/v and gate/up take one launch each:
 //  - QMMA_SEGMENTS: up to three matrices of one input (q, k, v) as one grid,
-//    block b in matrix i when begin[i] <= b < begin[i + 1];
+//    block b in matrix i when begin[i] <= b < begin[i + 1] (its n-tile, or
+//    in pairs its two);
 //  - QMMA_SWIGLU: gate and up, block b their n-tile b, half the warps on each;
 //    the epilogue writes silu(gate) * up, each product rounded to T first.
 //    Where that grid would take two waves, block b takes n-tiles 2b and 2b + 1
@@ -307,7 +308,7 @@ struct qmma_params {
     const void *norm_residual, *norm_weight;
     void *norm_x_out;
     float norm_eps;
-    int begin[4]; // SEGMENTS: matrix i's n-tiles are blocks [begin[i], begin[i + 1]); SWIGLU: begin[1]
+    int begin[4]; // SEGMENTS: matrix i's blocks are [begin[i], begin[i + 1]); SWIGLU: begin[1] n-tiles
     int count;    // matrices (SWIGLU: 2, m[0] the gate)
     int early2;   // both weight batches before the PDL wait whatever the format's default (see tiles_gemv)
     const void *x;
@@ -358,9 +359,9 @@ __host__ __device__ __forceinline__ int qmma_warp_share(int units, int team, int
 
 // FULL: every warp's units are whole batches (the host's pick, from
 // qmma_warp_share), so that the main loop tests no unit against the end.
-// NT: n-tiles a block takes of each matrix (SWIGLU: 2 where the grid would
-// otherwise run in two waves, qmma_pair_tiles), each warp all NT of its
-// matrix over its units, loading x once for them.
+// NT: n-tiles a block takes of each matrix (2 where the grid would otherwise
+// run in two waves, qmma_pair_tiles; SEGMENTS: of its segment), each warp all
+// NT of its matrix over its units, loading x once for them.
 template <typename T, int FMT, int SPAN, int WARPS, int MODE, int DEPTH = 1, bool FULL = false,
           int NT = 1>
 __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
@@ -370,7 +371,6 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
 {
     constexpr int UT = tiles_of<FMT>::UNIT_TILES;
     constexpr int B = qmma_batch_units<FMT>(DEPTH), BU = B / NT; // loads, units a batch
-    static_assert(NT == 1 || MODE == QMMA_SWIGLU, "n-tiles in pairs: gate/up only");
     constexpr int MATS = MODE == QMMA_SWIGLU ? 2 : 1; // matrices a block reads
     constexpr int TEAM = WARPS / MATS;                 // warps on one matrix
     // x [k], then the group data [MATS][groups][8], then with a norm in front
@@ -699,20 +699,10 @@ template <int FMT> constexpr int qmma_pair_span()
     return qmma_batch_units<FMT>(1) / 2 * tiles_of<FMT>::UNIT_TILES;
 }
 
-// The paired grid's kernel (qmma_pair_tiles): gate/up, 8-warp blocks, whole
-// batches.
-template <typename T, int FMT>
+// The paired grid's kernel (qmma_pair_tiles): 8-warp blocks, whole batches.
+template <typename T, int FMT, int MODE>
 constexpr void (*qmma_pair_kernel)(qmma_params) =
-    qmma_gemv_kernel<T, FMT, qmma_pair_span<FMT>(), QMMA_WARPS_WIDE, QMMA_SWIGLU, 1, true, 2>;
-
-// allow_smem's entry for it: gate/up only (NULL for the others).
-template <typename T, int FMT, int MODE> static const void *qmma_pair_kernel_of()
-{
-    if constexpr (MODE == QMMA_SWIGLU)
-        return (const void *)qmma_pair_kernel<T, FMT>;
-    else
-        return NULL;
-}
+    qmma_gemv_kernel<T, FMT, qmma_pair_span<FMT>(), QMMA_WARPS_WIDE, MODE, 1, true, 2>;
 
 template <typename T, int FMT, int MODE>
 static int allow_smem(const char *label)
@@ -731,10 +721,10 @@ static int allow_smem(const char *label)
         (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_WIDE, MODE, 1, true>,
         (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_WIDE, MODE, 2, true>,
         (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_NARROW, MODE, 1, true>,
-        qmma_pair_kernel_of<T, FMT, MODE>(),
+        (const void *)qmma_pair_kernel<T, FMT, MODE>,
     };
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
-        if (kernels[i] && orin_cu_call(label, "shared memory of the quantized GEMV",
+        if (orin_cu_call(label, "shared memory of the quantized GEMV",
                          cudaFuncSetAttribute(kernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
                                               (int)QMMA_SMEM_MAX)) != 0)
             return -1;
@@ -891,10 +881,9 @@ static void launch_qmma_gemv(const orin_exec *ex, const qmma_params &p, unsigned
     constexpr int DEEP_B = qmma_batch_units<FMT>(2);
     constexpr int TEAM = QMMA_WARPS_WIDE / (MODE == QMMA_SWIGLU ? 2 : 1);
     const int sms = orin_cu_sm_count(ex), warp_units = (p.units + TEAM - 1) / TEAM;
-    if constexpr (MODE == QMMA_SWIGLU)
-        if (nt == 2)
-            return orin_cu_launch(ex, true, qmma_pair_kernel<T, FMT>, dim3(blocks),
-                                  dim3(32 * QMMA_WARPS_WIDE), smem, p);
+    if (nt == 2)
+        return orin_cu_launch(ex, true, qmma_pair_kernel<T, FMT, MODE>, dim3(blocks),
+                              dim3(32 * QMMA_WARPS_WIDE), smem, p);
     if ((int)blocks < QMMA_NARROW_BELOW * sms)
         launch_qmma_warps<T, FMT, MODE, QMMA_WARPS_NARROW>(ex, p, blocks, smem);
     else if ((int)blocks <= QMMA_DEEP_UPTO * sms && warp_units >= QMMA_DEEP_BATCHES * DEEP_B)
@@ -945,22 +934,36 @@ static void launch_qmma_mode(const orin_exec *ex, quant_fmt fmt, qmma_mode mode,
 #ifndef QMMA_PAIR_INT8_GBS_PER_SM
 #define QMMA_PAIR_INT8_GBS_PER_SM 30.0
 #endif
+// The SEGMENTS grids (q/k/v, one-matrix products) in pairs too (0: gate/up only).
+#ifndef QMMA_PAIR_SEGMENTS
+#define QMMA_PAIR_SEGMENTS 1
+#endif
+// SEGMENTS (q/k/v; one matrix) are paired the same way where every
+// segment's n-tiles are even (even: false otherwise), a block two n-tiles of
+// its segment. Qwen3-14B's q/k/v (448 n-tiles), AWQ step at 512: H200 3.332
+// -> 3.245 ms, H100 3.875 -> 3.800 (bench/notes/quant.md, tenth session).
+// Not measured apart: int8 (paired by the same bandwidth rule), and
+// one-matrix products of 397-792 n-tiles (Qwen2.5-72B's o and down, 512,
+// would be paired; no model measured has one).
 static int qmma_pair_tiles(const orin_exec *ex, const quant_call *c, qmma_mode mode, int tiles,
-                           int units, int group_tiles, int64_t groups, bool norm)
+                           bool even, int units, int group_tiles, int64_t groups, bool norm)
 {
     const bool awq = c->fmt == FMT_AWQ4;
     const int bu = (awq ? qmma_batch_units<FMT_AWQ4>(1) : qmma_batch_units<FMT_INT8>(1)) / 2;
     const int ut = awq ? tiles_of<FMT_AWQ4>::UNIT_TILES : tiles_of<FMT_INT8>::UNIT_TILES;
+    const int span_units = (awq ? qmma_pair_span<FMT_AWQ4>() : qmma_pair_span<FMT_INT8>()) / ut;
+    const int mats = mode == QMMA_SWIGLU ? 2 : 1, team = QMMA_WARPS_WIDE / mats;
     const int sms = orin_cu_sm_count(ex), slots = QMMA_WIDE_MIN_BLOCKS * sms;
-    if (!((QMMA_PAIR_TILES >> (awq ? 0 : 1)) & 1) || !QMMA_FULL || mode != QMMA_SWIGLU ||
-        tiles % 2 != 0 || group_tiles % 8 != 0 || tiles <= slots || tiles > 2 * slots)
+    if (!((QMMA_PAIR_TILES >> (awq ? 0 : 1)) & 1) || !QMMA_FULL || !even ||
+        (mode == QMMA_SEGMENTS && !QMMA_PAIR_SEGMENTS) ||
+        group_tiles % 8 != 0 || tiles <= slots || tiles > 2 * slots)
         return 1;
     if (!awq && ex->device->mem_bandwidth_gbs < QMMA_PAIR_INT8_GBS_PER_SM * sms)
         return 1;
-    const int per = qmma_warp_share(units, QMMA_WARPS_WIDE / 2, 8 / ut);
+    const int per = qmma_warp_share(units, team, span_units);
     if (per % bu != 0 || units % per % bu != 0)
         return 1;
-    return qmma_smem_bytes(c->in, groups, 2 * 2, norm) <= QMMA_SMEM_MAX ? 2 : 1;
+    return qmma_smem_bytes(c->in, groups, mats * 2, norm) <= QMMA_SMEM_MAX ? 2 : 1;
 }
 
 // One matrix of a GEMV on tiles: its weight, bias (data NULL: none) and output.
@@ -994,6 +997,7 @@ static int tiles_gemv(const orin_exec *ex, const quant_call *c, const qmma_part 
 {
     const int32_t group = parts[0].w->group_size;
     qmma_params p = {};
+    bool even = true; // every matrix's n-tiles
     p.count = count;
     p.x = x;
     if (norm) {
@@ -1020,10 +1024,13 @@ static int tiles_gemv(const orin_exec *ex, const quant_call *c, const qmma_part 
             p.begin[i + 1] = p.begin[i] + tiles;
         else
             p.begin[1] = tiles; // gate and up alike
+        even = even && tiles % 2 == 0;
     }
     const int tiles = mode == QMMA_SWIGLU ? p.begin[1] : p.begin[count];
-    const int nt =
-        qmma_pair_tiles(ex, c, mode, tiles, p.units, p.group_tiles, p.groups, norm != NULL);
+    const int nt = qmma_pair_tiles(ex, c, mode, tiles, even, p.units, p.group_tiles, p.groups,
+                                   norm != NULL);
+    for (int i = 1; mode == QMMA_SEGMENTS && i <= count; i++) // in blocks
+        p.begin[i] /= nt;
     const unsigned blocks = (unsigned)(tiles / nt);
     // A one-matrix grid of <= 2 blocks an SM (o_proj) finds the SMs nearly
     // empty beside the attention, so its blocks can put both weight batches

@@ -297,6 +297,9 @@ static const shape gpu_shapes[] = {
      * (4096 / 16), rows past 16 tiles, and prefill over tiles */
     {1, 576, 48, 192},    {1, 192, 32, 64},     {1, 4096, 64, 16},  {1, 1024, 1040, 32},
     {17, 576, 1040, 64},  {2, 8192, 32, 2048},  {1, 32768, 16, 16},
+    /* 450 n-tiles: more than 3 8-warp blocks an SM of a 132-SM GPU hold, in
+     * pairs where pairs fit one wave */
+    {1, 256, 7200, 128},
 };
 
 static void test_format(orin_weight_format fmt, orin_dtype dt)
@@ -559,6 +562,9 @@ static void test_fused(orin_weight_format fmt, orin_dtype dt)
         /* more n-tiles than an H100 has SMs twice over (a grid in more than
          * one wave), warps with no share of k */
         {1, 256, {4096, 512, 256}, 128},
+        /* Qwen3-14B's q/k/v (448 n-tiles, every segment even: in pairs on a
+         * 132-SM GPU), and an odd segment (one n-tile a block) */
+        {1, 256, {5120, 1024, 1024}, 128}, {1, 256, {5104, 1024, 1040}, 128},
     };
     static const struct {
         int64_t n, in, f;
@@ -592,6 +598,7 @@ static void test_fused(orin_weight_format fmt, orin_dtype dt)
     swiglu_quant_norm_case(fmt, dt, 3, 256, 160, 32, true);
     qkv_quant_norm_case(fmt, dt, 1, 256, (int64_t[]){4096, 512, 256}, 128, true);
     swiglu_quant_norm_case(fmt, dt, 1, 256, 4800, 32, true);
+    qkv_quant_norm_case(fmt, dt, 1, 256, (int64_t[]){5120, 1024, 1024}, 128, true);
     /* 750 n-tiles: in pairs on a 132-SM GPU; 850: past one wave of pairs */
     swiglu_quant_norm_case(fmt, dt, 1, 256, 12000, 128, true);
     swiglu_quant_norm_case(fmt, dt, 1, 256, 13600, 128, true);
