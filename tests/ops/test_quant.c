@@ -562,8 +562,8 @@ static void test_fused(orin_weight_format fmt, orin_dtype dt)
         /* more n-tiles than an H100 has SMs twice over (a grid in more than
          * one wave), warps with no share of k */
         {1, 256, {4096, 512, 256}, 128},
-        /* Qwen3-14B's q/k/v (448 n-tiles, every segment even: in pairs on a
-         * 132-SM GPU), and an odd segment (one n-tile a block) */
+        /* Qwen3-14B's q/k/v (448 n-tiles, every segment even: AWQ's in
+         * pairs on a 132-SM GPU), and an odd segment (one n-tile a block) */
         {1, 256, {5120, 1024, 1024}, 128}, {1, 256, {5104, 1024, 1040}, 128},
     };
     static const struct {
