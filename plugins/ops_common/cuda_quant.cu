@@ -942,7 +942,7 @@ static void launch_qmma_mode(const orin_exec *ex, quant_fmt fmt, qmma_mode mode,
 // SEGMENTS (q/k/v; one matrix) are paired the same way where every
 // segment's n-tiles are even (even: false otherwise), a block two n-tiles of
 // its segment. Qwen3-14B's q/k/v (448 n-tiles), AWQ step at 512: H200 3.332
-// -> 3.245 ms, H100 3.875 -> 3.800 (bench/notes/quant.md, tenth session).
+// -> 3.245 ms, H100 -0.075 ms (bench/notes/quant.md, tenth session).
 // int8 not yet: its pairs run only where the bandwidth rule takes them (the
 // H200), and no H200 has passed the op suite's paired q/k/v cases in int8.
 // Not measured apart: one-matrix products of 397-792 n-tiles (Qwen2.5-72B's
