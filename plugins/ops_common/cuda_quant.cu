@@ -284,6 +284,9 @@ enum { QMMA_KO_WAIT = 1, QMMA_KO_STAGE = 2, QMMA_KO_COMPUTE = 4, QMMA_KO_EPILOGU
 
 enum qmma_mode { QMMA_SEGMENTS, QMMA_SWIGLU };
 
+// Matrices a block reads in a mode: gate and up, or its segment's one.
+__host__ __device__ constexpr int qmma_mats(int mode) { return mode == QMMA_SWIGLU ? 2 : 1; }
+
 // Units a warp's batch of loads covers (a lane's 16-byte loads in flight per
 // buffer), DEPTH times the tunable's.
 template <int FMT> __host__ __device__ constexpr int qmma_batch_units(int depth)
@@ -371,7 +374,7 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
 {
     constexpr int UT = tiles_of<FMT>::UNIT_TILES;
     constexpr int B = qmma_batch_units<FMT>(DEPTH), BU = B / NT; // loads, units a batch
-    constexpr int MATS = MODE == QMMA_SWIGLU ? 2 : 1; // matrices a block reads
+    constexpr int MATS = qmma_mats(MODE);
     constexpr int TEAM = WARPS / MATS;                 // warps on one matrix
     // x [k], then the group data [MATS][groups][8], then with a norm in front
     // the normalised row and its weight [2][k], then the spans' sums of x
@@ -862,7 +865,7 @@ static void launch_qmma_warps(const orin_exec *ex, const qmma_params &p, unsigne
                               size_t smem)
 {
     constexpr int UT = tiles_of<FMT>::UNIT_TILES, B = qmma_batch_units<FMT>(DEPTH);
-    constexpr int TEAM = WARPS / (MODE == QMMA_SWIGLU ? 2 : 1);
+    constexpr int TEAM = WARPS / qmma_mats(MODE);
     const int per = qmma_warp_share(p.units, TEAM, 8 / UT);
     const bool full = QMMA_FULL && per % B == 0 && p.units % per % B == 0;
     orin_cu_launch(ex, true,
@@ -879,7 +882,7 @@ static void launch_qmma_gemv(const orin_exec *ex, const qmma_params &p, unsigned
                              size_t smem, int nt)
 {
     constexpr int DEEP_B = qmma_batch_units<FMT>(2);
-    constexpr int TEAM = QMMA_WARPS_WIDE / (MODE == QMMA_SWIGLU ? 2 : 1);
+    constexpr int TEAM = QMMA_WARPS_WIDE / qmma_mats(MODE);
     const int sms = orin_cu_sm_count(ex), warp_units = (p.units + TEAM - 1) / TEAM;
     if (nt == 2)
         return orin_cu_launch(ex, true, qmma_pair_kernel<T, FMT, MODE>, dim3(blocks),
@@ -951,10 +954,10 @@ static int qmma_pair_tiles(const orin_exec *ex, const quant_call *c, qmma_mode m
                            bool even, int units, int group_tiles, int64_t groups, bool norm)
 {
     const bool awq = c->fmt == FMT_AWQ4;
+    // units of an n-tile a paired batch holds, which is also the paired
+    // kernel's span in units (qmma_pair_span)
     const int bu = (awq ? qmma_batch_units<FMT_AWQ4>(1) : qmma_batch_units<FMT_INT8>(1)) / 2;
-    const int ut = awq ? tiles_of<FMT_AWQ4>::UNIT_TILES : tiles_of<FMT_INT8>::UNIT_TILES;
-    const int span_units = (awq ? qmma_pair_span<FMT_AWQ4>() : qmma_pair_span<FMT_INT8>()) / ut;
-    const int mats = mode == QMMA_SWIGLU ? 2 : 1, team = QMMA_WARPS_WIDE / mats;
+    const int mats = qmma_mats(mode);
     const int sms = orin_cu_sm_count(ex), slots = QMMA_WIDE_MIN_BLOCKS * sms;
     if (!((QMMA_PAIR_TILES >> (awq ? 0 : 1)) & 1) || !QMMA_FULL || !even ||
         (mode == QMMA_SEGMENTS && !((QMMA_PAIR_SEGMENTS >> (awq ? 0 : 1)) & 1)) ||
@@ -962,8 +965,8 @@ static int qmma_pair_tiles(const orin_exec *ex, const quant_call *c, qmma_mode m
         return 1;
     if (!awq && ex->device->mem_bandwidth_gbs < QMMA_PAIR_INT8_GBS_PER_SM * sms)
         return 1;
-    const int per = qmma_warp_share(units, team, span_units);
-    if (per % bu != 0 || units % per % bu != 0)
+    const int per = qmma_warp_share(units, QMMA_WARPS_WIDE / mats, bu); // whole batches
+    if (units % per % bu != 0)
         return 1;
     return qmma_smem_bytes(c->in, groups, mats * 2, norm) <= QMMA_SMEM_MAX ? 2 : 1;
 }
@@ -989,7 +992,7 @@ static bool tiles_gemv_fits(const quant_call *c, const qmma_part *parts, int cou
             parts[i].w->group_size != parts[0].w->group_size)
             return false;
     const int64_t groups = c->in / parts[0].w->group_size;
-    return qmma_smem_bytes(c->in, groups, mode == QMMA_SWIGLU ? 2 : 1, norm != NULL) <=
+    return qmma_smem_bytes(c->in, groups, qmma_mats(mode), norm != NULL) <=
            QMMA_SMEM_MAX;
 }
 
@@ -1040,7 +1043,7 @@ static int tiles_gemv(const orin_exec *ex, const quant_call *c, const qmma_part 
     // kernel keeps deep batches, down's, at the format's default).
     p.early2 = count == 1 && !norm && (int)blocks <= 2 * orin_cu_sm_count(ex);
     const size_t smem =
-        qmma_smem_bytes(c->in, p.groups, (mode == QMMA_SWIGLU ? 2 : 1) * nt, norm != NULL);
+        qmma_smem_bytes(c->in, p.groups, qmma_mats(mode) * nt, norm != NULL);
     if (c->dt == ORIN_F16)
         launch_qmma_mode<__half>(ex, c->fmt, mode, p, blocks, smem, nt);
     else
