@@ -251,6 +251,10 @@ static void quant_case_run(orin_weight_format fmt, orin_dtype dt, int64_t n, int
     const bool tiles = ops_on_gpu() && dt != ORIN_F32 && out % 16 == 0 && in % 64 == 0 &&
                        group % 16 == 0 && in * 2 + in / group * 128 <= 96 * 1024;
     CHECK(!impl || !tiles || a.w.layout != 0, "%s: prepare left the stored layout", what);
+    /* on the GPU twice, the second run bit for bit the first (a k split's
+     * partial sums are added in a fixed order, whichever block is last) */
+    const size_t y_bytes = c.y.n * orin_dtype_size(c.y.dt);
+    void *first = malloc(y_bytes);
     for (int pass = 0; impl && pass < (ops_on_gpu() ? 2 : 1); pass++) {
         int rc = impl->run(&ex, &a);
         CHECK(rc == 0, "%s: %s", what, orin_error());
@@ -259,10 +263,15 @@ static void quant_case_run(orin_weight_format fmt, orin_dtype dt, int64_t n, int
         case_check(&c, what);
         if (precise)
             case_check_precise(&c, what);
+        if (pass == 0)
+            memcpy(first, c.y.data, y_bytes);
+        else
+            CHECK(memcmp(first, c.y.data, y_bytes) == 0, "%s: a second run differs", what);
         for (size_t i = 0; i < c.y.n; i++) /* poisoned again for the next pass */
             ops_store(c.dt, c.y.data, i, NAN);
         a.y = ops_tensor(c.y.data, dt, 2, (int64_t[]){n, out});
     }
+    free(first);
     case_free(&c);
 }
 
@@ -300,6 +309,10 @@ static const shape gpu_shapes[] = {
     /* 450 n-tiles: more than 3 8-warp blocks an SM of a 132-SM GPU hold, in
      * pairs where pairs fit one wave */
     {1, 256, 7200, 128},
+    /* few n-tiles against a 132-SM GPU's SMs, k split over blocks: Qwen3-4B's
+     * o and down (160 n-tiles, 2 splits), Qwen3-0.6B's o (64, 2 splits),
+     * Qwen2.5-1.5B's down (96 n-tiles, 4 splits, the last one shorter) */
+    {1, 4096, 2560, 128}, {1, 9728, 2560, 128}, {1, 2048, 1024, 128}, {1, 8960, 1536, 128},
 };
 
 static void test_format(orin_weight_format fmt, orin_dtype dt)
