@@ -316,50 +316,7 @@ struct qmma_params {
     int early2;   // both weight batches before the PDL wait whatever the format's default (see tiles_gemv)
     const void *x;
     int units, groups, group_tiles; // alike for every matrix
-    // k split (SPLIT kernels; qmma_k_splits): block b is split b % splits of
-    // n-tile b / splits, units [split split_units, + split_units) of it; its
-    // rows' sums go to partial [splits][rows] (the workspace), and the last
-    // of an n-tile's blocks to arrive (qmma_tickets[slab]) adds them up
-    int splits, split_units, slab;
-    float *partial;
 };
-
-// The k split's arrival counters, a slab a stream (orin_cu_stream_slot):
-// zero at load, and every launch leaves them zero (the last block of an
-// n-tile resets its counter).
-#define QMMA_SPLIT_SLABS 8
-#define QMMA_SPLIT_TICKETS 1024
-__device__ unsigned int qmma_tickets[QMMA_SPLIT_SLABS][QMMA_SPLIT_TICKETS];
-
-// k split: the block's rows' sums (threads 0..15, warp 0: `total`) into
-// partial, the block counted in on its n-tile's ticket; true in the n-tile's
-// last block to arrive, whose `total` is then the partials' sum in split
-// order (whichever block is last: the result does not depend on the order
-// in which the blocks ran).
-__device__ __forceinline__ bool qmma_split_last(const qmma_params &p, int split, int tile,
-                                                int row, float &total)
-{
-    const int rows = 16 * p.begin[1]; // one matrix
-    p.partial[(size_t)split * rows + row] = total;
-    __threadfence(); // this thread's partial, before the count (release)
-    __syncwarp(0xFFFFu);
-    unsigned int ticket = 0;
-    if (threadIdx.x == 0) {
-        unsigned int *counter = &qmma_tickets[p.slab][tile];
-        ticket = atomicAdd(counter, 1u);
-        if (ticket == (unsigned int)p.splits - 1)
-            atomicExch(counter, 0u);
-    }
-    ticket = __shfl_sync(0xFFFFu, ticket, 0);
-    if (ticket != (unsigned int)p.splits - 1)
-        return false;
-    __threadfence(); // acquire: the other blocks' partials
-    float sum = 0.0f;
-    for (int s = 0; s < p.splits; s++)
-        sum += s == split ? total : __ldcg(p.partial + (size_t)s * rows + row);
-    total = sum;
-    return true;
-}
 
 // p.m[i] without indexing the parameter space at run time (which would copy
 // it to local memory).
@@ -408,10 +365,8 @@ __host__ __device__ __forceinline__ int qmma_warp_share(int units, int team, int
 // NT: n-tiles a block takes of each matrix (2 where the grid would otherwise
 // run in two waves, qmma_pair_tiles; SEGMENTS: of its segment), each warp all
 // NT of its matrix over its units, loading x once for them.
-// SPLIT: the block takes a k split of its n-tile (qmma_params.splits; one
-// matrix, NT 1, DEPTH 1, spans of 8).
 template <typename T, int FMT, int SPAN, int WARPS, int MODE, int DEPTH = 1, bool FULL = false,
-          int NT = 1, bool SPLIT = false>
+          int NT = 1>
 __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
                                               : WARPS == QMMA_WARPS_WIDE ? QMMA_WIDE_MIN_BLOCKS
                                                                          : 1)
@@ -430,23 +385,17 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int g = lane >> 2, t = lane & 3;
     // the block's matrix (SEGMENTS) or the warp's (SWIGLU), and the n-tile
-    static_assert(!SPLIT || (MODE == QMMA_SEGMENTS && NT == 1 && DEPTH == 1), "k split: one matrix");
-    const int split = SPLIT ? (int)blockIdx.x % p.splits : 0;
-    const int block = SPLIT ? (int)blockIdx.x / p.splits : (int)blockIdx.x;
     int seg = 0;
     if (MODE == QMMA_SEGMENTS)
-        while (seg + 1 < p.count && block >= p.begin[seg + 1])
+        while (seg + 1 < p.count && (int)blockIdx.x >= p.begin[seg + 1])
             seg++;
-    const int j = (block - p.begin[seg]) * NT; // the block's first n-tile
+    const int j = ((int)blockIdx.x - p.begin[seg]) * NT; // the block's first n-tile
     const int mine = MODE == QMMA_SWIGLU ? warp / TEAM : 0;
     const qmma_matrix mat = qmma_pick(p, MODE == QMMA_SWIGLU ? mine : seg);
-    // the warp's units: a TEAM-th of the block's (all of the n-tile's, or
-    // its split's), whole spans (units are whole groups)
+    // the warp's units: a TEAM-th of them, whole spans (units are whole groups)
     constexpr int SPAN_UNITS = SPAN > UT ? SPAN / UT : 1;
-    const int ubase = SPLIT ? split * p.split_units : 0;
-    const int uend = SPLIT ? min(p.units, ubase + p.split_units) : p.units;
-    const int per = qmma_warp_share(SPLIT ? p.split_units : p.units, TEAM, SPAN_UNITS);
-    const int u0 = min(uend, ubase + warp % TEAM * per), u1 = min(uend, u0 + per);
+    const int per = qmma_warp_share(p.units, TEAM, SPAN_UNITS);
+    const int u0 = min(p.units, warp % TEAM * per), u1 = min(p.units, u0 + per);
     const size_t tile_stride = (size_t)p.units * 32; // uint4 an n-tile
     const uint4 *q = mat.q + (size_t)j * tile_stride + lane;
     const int k = p.units * tiles_of<FMT>::UNIT_K;
@@ -577,8 +526,6 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
         ((T *)p.m[0].y)[row] = orin_cu_from_f32<T>(gate / (1.0f + expf(-gate)) * up);
         return;
     }
-    if (SPLIT && !qmma_split_last(p, split, j, row, sum[0]))
-        return;
     if (mat.bias)
         sum[0] += orin_cu_f32(((const T *)mat.bias)[row]);
     ((T *)mat.y)[row] = orin_cu_from_f32<T>(sum[0]);
@@ -778,10 +725,6 @@ static int allow_smem(const char *label)
         (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_WIDE, MODE, 2, true>,
         (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_NARROW, MODE, 1, true>,
         (const void *)qmma_pair_kernel<T, FMT, MODE>,
-        (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_WIDE, MODE, 1, false, 1, MODE == QMMA_SEGMENTS>,
-        (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_WIDE, MODE, 1, true, 1, MODE == QMMA_SEGMENTS>,
-        (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_NARROW, MODE, 1, false, 1, MODE == QMMA_SEGMENTS>,
-        (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_NARROW, MODE, 1, true, 1, MODE == QMMA_SEGMENTS>,
     };
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
         if (orin_cu_call(label, "shared memory of the quantized GEMV",
@@ -917,25 +860,14 @@ static int quant_sliced(const orin_exec *ex, const orin_matmul_quant_args *a,
 // QMMA_DEEP_BATCHES deep batches or more takes them (DEPTH 2). With spans of
 // 8 (groups of 128: the published checkpoints') where every warp's units are
 // whole batches, the kernel that tests no unit against the end (FULL).
-// A k split (p.splits > 1, qmma_k_splits) takes the SPLIT kernels, which
-// exist for spans of 8 only; FULL where every split's warps take whole
-// batches (the last split may be shorter).
 template <typename T, int FMT, int MODE, int WARPS, int DEPTH = 1>
 static void launch_qmma_warps(const orin_exec *ex, const qmma_params &p, unsigned blocks,
                               size_t smem)
 {
     constexpr int UT = tiles_of<FMT>::UNIT_TILES, B = qmma_batch_units<FMT>(DEPTH);
     constexpr int TEAM = WARPS / qmma_mats(MODE);
-    const int per = qmma_warp_share(p.split_units, TEAM, 8 / UT);
-    const int last = p.units - (p.splits - 1) * p.split_units; // the last split's units
-    const bool full = QMMA_FULL && per % B == 0 && p.split_units % per % B == 0 &&
-                      last % per % B == 0;
-    if constexpr (MODE == QMMA_SEGMENTS && DEPTH == 1)
-        if (p.splits > 1)
-            return orin_cu_launch(ex, true,
-                                  full ? qmma_gemv_kernel<T, FMT, 8, WARPS, MODE, 1, true, 1, true>
-                                       : qmma_gemv_kernel<T, FMT, 8, WARPS, MODE, 1, false, 1, true>,
-                                  dim3(blocks), dim3(32 * WARPS), smem, p);
+    const int per = qmma_warp_share(p.units, TEAM, 8 / UT);
+    const bool full = QMMA_FULL && per % B == 0 && p.units % per % B == 0;
     orin_cu_launch(ex, true,
                    p.group_tiles % 8 == 0
                        ? (full ? qmma_gemv_kernel<T, FMT, 8, WARPS, MODE, DEPTH, true>
@@ -957,8 +889,7 @@ static void launch_qmma_gemv(const orin_exec *ex, const qmma_params &p, unsigned
                               dim3(32 * QMMA_WARPS_WIDE), smem, p);
     if ((int)blocks < QMMA_NARROW_BELOW * sms)
         launch_qmma_warps<T, FMT, MODE, QMMA_WARPS_NARROW>(ex, p, blocks, smem);
-    else if ((int)blocks <= QMMA_DEEP_UPTO * sms && warp_units >= QMMA_DEEP_BATCHES * DEEP_B &&
-             p.splits == 1)
+    else if ((int)blocks <= QMMA_DEEP_UPTO * sms && warp_units >= QMMA_DEEP_BATCHES * DEEP_B)
         launch_qmma_warps<T, FMT, MODE, QMMA_WARPS_WIDE, 2>(ex, p, blocks, smem);
     else
         launch_qmma_warps<T, FMT, MODE, QMMA_WARPS_WIDE>(ex, p, blocks, smem);
@@ -1040,54 +971,6 @@ static int qmma_pair_tiles(const orin_exec *ex, const quant_call *c, qmma_mode m
     return qmma_smem_bytes(c->in, groups, mats * 2, norm) <= QMMA_SMEM_MAX ? 2 : 1;
 }
 
-// k splits a block an n-tile of a one-matrix grid (o_proj, down_proj) takes
-// where the n-tiles are few against the SMs: Qwen3-4B's 160 (2,560 outputs)
-// on 132 SMs put two blocks' bytes on 28 SMs while the others stream one,
-// and Qwen3-0.6B's 64 leave half the SMs idle. Split s of n-tile j is block
-// j splits + s, so the busiest SM streams ceil(tiles splits / SMs) / splits
-// of an n-tile's bytes; the pick is the count that minimises that (strictly
-// below one block an n-tile, the smaller count on a tie), with every block
-// resident at once (at most QMMA_WIDE_MIN_BLOCKS an SM) and each split whole
-// spans of 8 k-tiles (groups of 128 inputs or multiples: the SPLIT kernels'),
-// the last split taking what is left. It costs the blocks of an n-tile their
-// partial sums' round trip through L2 and the last one's adds (deterministic:
-// in split order). 1: no split (also where the stream has no ticket slab or
-// the workspace cannot hold the partials).
-#ifndef QMMA_SPLIT_MAX
-#define QMMA_SPLIT_MAX 4
-#endif
-static size_t qmma_split_bytes(int64_t out)
-{
-    return (size_t)QMMA_SPLIT_MAX * (size_t)out * sizeof(float);
-}
-
-static int qmma_k_splits(const orin_exec *ex, const quant_call *c, int tiles, int units,
-                         int group_tiles, size_t workspace, int *split_units)
-{
-    const int span_units = 8 / (c->fmt == FMT_AWQ4 ? tiles_of<FMT_AWQ4>::UNIT_TILES
-                                                   : tiles_of<FMT_INT8>::UNIT_TILES);
-    const int sms = orin_cu_sm_count(ex), slots = QMMA_WIDE_MIN_BLOCKS * sms;
-    *split_units = units;
-    if (!QMMA_FULL || group_tiles % 8 != 0 || tiles > QMMA_SPLIT_TICKETS ||
-        workspace < qmma_split_bytes(16 * (int64_t)tiles))
-        return 1;
-    int best = 1;
-    double best_share = (double)((tiles + sms - 1) / sms); // n-tiles on the busiest SM
-    for (int s = 2; s <= QMMA_SPLIT_MAX && tiles * s <= slots; s++) {
-        const int su = (units + s - 1) / s;
-        const int each = (su + span_units - 1) / span_units * span_units;
-        if ((s - 1) * each >= units) // no units left for the last split
-            continue;
-        const double share = (double)((tiles * s + sms - 1) / sms) / s;
-        if (share < best_share) {
-            best = s;
-            best_share = share;
-            *split_units = each;
-        }
-    }
-    return best;
-}
-
 // One matrix of a GEMV on tiles: its weight, bias (data NULL: none) and output.
 struct qmma_part {
     const orin_qweight *w;
@@ -1153,26 +1036,7 @@ static int tiles_gemv(const orin_exec *ex, const quant_call *c, const qmma_part 
                                    norm != NULL);
     for (int i = 1; mode == QMMA_SEGMENTS && i <= count; i++) // in blocks
         p.begin[i] /= nt;
-    p.splits = 1;
-    p.split_units = p.units;
-    if (nt == 1 && mode == QMMA_SEGMENTS && count == 1 && !norm) {
-        // the partials at the workspace's first 16-byte boundary (the GEMV
-        // on tiles takes no other workspace)
-        static orin_cu_stream_slots slabs = ORIN_CU_STREAM_SLOTS_INIT;
-        const uintptr_t base = ((uintptr_t)ex->workspace + 15) / 16 * 16;
-        const size_t pad = base - (uintptr_t)ex->workspace;
-        const size_t room = ex->workspace && ex->workspace_size > pad ? ex->workspace_size - pad : 0;
-        int split_units;
-        const int splits = qmma_k_splits(ex, c, tiles, p.units, p.group_tiles, room, &split_units);
-        const int slab = splits > 1 ? orin_cu_stream_slot(&slabs, ex, QMMA_SPLIT_SLABS) : -1;
-        if (slab >= 0) {
-            p.splits = splits;
-            p.split_units = split_units;
-            p.slab = slab;
-            p.partial = (float *)base;
-        }
-    }
-    const unsigned blocks = (unsigned)(tiles / nt * p.splits);
+    const unsigned blocks = (unsigned)(tiles / nt);
     // A one-matrix grid of <= 2 blocks an SM (o_proj) finds the SMs nearly
     // empty beside the attention, so its blocks can put both weight batches
     // in flight before the wait (H100: AWQ o 5.46 -> 4.63 us in a graph; the
@@ -1256,8 +1120,7 @@ extern "C" int cuda_matmul_int8(const orin_exec *ex, const orin_matmul_quant_arg
 }
 
 // The prefill's slice, then cuBLASLt's workspace, for the widest call the args
-// describe; the GEMV on tiles needs room for a k split's partial sums only
-// (qmma_k_splits).
+// describe (the GEMV on tiles needs none).
 extern "C" size_t cuda_matmul_quant_workspace_size(const void *args)
 {
     const orin_matmul_quant_args *a = (const orin_matmul_quant_args *)args;
@@ -1266,9 +1129,7 @@ extern "C" size_t cuda_matmul_quant_workspace_size(const void *args)
     const int64_t in = a->x.shape[a->x.ndim - 1], out = a->y.shape[a->y.ndim - 1];
     if (in < 1 || out < 1)
         return 0;
-    const size_t sliced = slice_bytes(in, out, a->x.dtype) + cuda_matmul_workspace_size(args);
-    const size_t split = qmma_split_bytes(out);
-    return SLICE_ALIGN + (sliced > split ? sliced : split);
+    return SLICE_ALIGN + slice_bytes(in, out, a->x.dtype) + cuda_matmul_workspace_size(args);
 }
 
 // ---- matmul.qkv.* and matmul.swiglu.* ----------------------------------------------

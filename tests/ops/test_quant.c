@@ -251,8 +251,8 @@ static void quant_case_run(orin_weight_format fmt, orin_dtype dt, int64_t n, int
     const bool tiles = ops_on_gpu() && dt != ORIN_F32 && out % 16 == 0 && in % 64 == 0 &&
                        group % 16 == 0 && in * 2 + in / group * 128 <= 96 * 1024;
     CHECK(!impl || !tiles || a.w.layout != 0, "%s: prepare left the stored layout", what);
-    /* on the GPU twice, the second run bit for bit the first (a k split's
-     * partial sums are added in a fixed order, whichever block is last) */
+    /* on the GPU twice, the second run bit for bit the first (no sum may
+     * depend on the order in which blocks run) */
     const size_t y_bytes = c.y.n * orin_dtype_size(c.y.dt);
     void *first = malloc(y_bytes);
     for (int pass = 0; impl && pass < (ops_on_gpu() ? 2 : 1); pass++) {
@@ -309,9 +309,9 @@ static const shape gpu_shapes[] = {
     /* 450 n-tiles: more than 3 8-warp blocks an SM of a 132-SM GPU hold, in
      * pairs where pairs fit one wave */
     {1, 256, 7200, 128},
-    /* few n-tiles against a 132-SM GPU's SMs, k split over blocks: Qwen3-4B's
-     * o and down (160 n-tiles, 2 splits), Qwen3-0.6B's o (64, 2 splits),
-     * Qwen2.5-1.5B's down (96 n-tiles, 4 splits, the last one shorter) */
+    /* small models' o and down, few n-tiles against a 132-SM GPU's SMs:
+     * Qwen3-4B's (160 n-tiles), Qwen3-0.6B's o (64: 16-warp blocks),
+     * Qwen2.5-1.5B's down (96) */
     {1, 4096, 2560, 128}, {1, 9728, 2560, 128}, {1, 2048, 1024, 128}, {1, 8960, 1536, 128},
 };
 
