@@ -946,8 +946,10 @@ static void launch_qmma_mode(const orin_exec *ex, quant_fmt fmt, qmma_mode mode,
 // segment's n-tiles are even (even: false otherwise), a block two n-tiles of
 // its segment. Qwen3-14B's q/k/v (448 n-tiles), AWQ step at 512: H200 3.332
 // -> 3.245 ms, H100 -0.075 ms (bench/notes/quant.md, tenth session).
-// int8 not yet: its pairs run only where the bandwidth rule takes them (the
-// H200), and no H200 has passed the op suite's paired q/k/v cases in int8.
+// Not int8's (bit 1 off): on the H200, the only GPU whose bandwidth rule
+// pairs int8, its paired q/k/v are correct (the op suite passes with
+// QMMA_PAIR_SEGMENTS=3) but slower, Qwen3-14B's int8 step 4.526 -> 4.551 ms
+// (bench/notes/quant.md, eleventh session).
 // Not measured apart: one-matrix products of 397-792 n-tiles (Qwen2.5-72B's
 // o and down, 512, would be paired; no model measured has one).
 static int qmma_pair_tiles(const orin_exec *ex, const quant_call *c, qmma_mode mode, int tiles,
