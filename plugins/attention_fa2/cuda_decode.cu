@@ -133,14 +133,13 @@ struct fa2d_config {
                   // the kernel's rule from p (fa2d_prefetch_warp; graph-safe: read on the
                   // device, so a graph captured at one length replays right at any other)
     int cwarps;   // warps a block of the cluster kernel: 8 or 16 ("cwarps=N"), 0: AUTO's pick
-    bool early;   // the cluster kernel's first step staged before the PDL wait ("early=0|1")
 };
 
 // ORIN_FA2_DECODE_CONFIG, read at every call (the benchmark changes it between rows).
 int fa2d_parse_config(fa2d_config *cfg)
 {
     *cfg = fa2d_config{.combine = FA2D_COMBINE_AUTO, .cluster = 0, .simt = false, .bps = 0,
-                       .cp = -1, .prefetch = -1, .cwarps = 0, .early = true};
+                       .cp = -1, .prefetch = -1, .cwarps = 0};
     const char *env = getenv("ORIN_FA2_DECODE_CONFIG");
     if (!env)
         return 0;
@@ -184,13 +183,11 @@ int fa2d_parse_config(fa2d_config *cfg)
             cfg->cwarps = n;
         } else if (sscanf(word, "prefetch=%d%c", &n, &extra) == 1 && n >= 0 && n <= 8) {
             cfg->prefetch = n;
-        } else if (sscanf(word, "early=%d%c", &n, &extra) == 1 && (n == 0 || n == 1)) {
-            cfg->early = n == 1;
         } else {
             return orin_error_set("%s: ORIN_FA2_DECODE_CONFIG \"%s\": unknown \"%s\" (words "
                                   "joined by '+': auto, cluster, cluster=8|12|14|16, two-kernel, "
                                   "fused, mma, simt, cpasync, cpasync=0|2|3|4|6, bps=1..64, "
-                                  "prefetch=0..8, cwarps=8|16, early=0|1)",
+                                  "prefetch=0..8, cwarps=8|16)",
                                   FA2D_LABEL, env, word);
         }
         p += strcspn(p, "+");
@@ -329,7 +326,7 @@ template <typename T, int HD, int C, int W> int fa2d_cluster_capacity(const orin
         return cached[dev] - 1;
     int clusters = 0;
     const fa2d_kernel kernel = fa2d_cluster_mma<T, HD, C, W>;
-    const int smem = (int)fa2d_cluster_smem_bytes<HD, W>(true); // the larger: with early tiles
+    const int smem = (int)sizeof(fa2d_cluster_smem<HD, W>);
     cudaLaunchAttribute attr = {};
     attr.id = cudaLaunchAttributeClusterDimension;
     attr.val.clusterDim.x = C;
@@ -459,9 +456,8 @@ int fa2d_launch_cluster(const orin_exec *ex, orin_dtype dt, const fa2d_config *c
 {
     P.splits = C;
     P.prefetch_steps = cfg->prefetch;
-    P.early = cfg->early;
     orin_cu_launch_cluster(ex, true, C, fa2d_cluster_mma<T, HD, C, W>, dim3(C, (unsigned)units),
-                           dim3(W * 32), fa2d_cluster_smem_bytes<HD, W>(cfg->early), P);
+                           dim3(W * 32), sizeof(fa2d_cluster_smem<HD, W>), P);
 #if FA2D_TIMELINE
     fa2d_dump_timeline(ex, C);
 #endif
@@ -603,7 +599,6 @@ extern "C" int fa2_cuda_decode(const orin_exec *ex, const orin_attention_args *a
         .partial_lse = NULL,
         .slab = -1,
         .prefetch_steps = 0, // fa2d_launch, for the kernel it picks
-        .early = 0,          // the cluster kernel's launch
     };
     ORIN_CU_DISPATCH(dt, FA2D_LABEL, T, return fa2d_launch<T>(ex, a, dt, &cfg, P));
     return 0;
