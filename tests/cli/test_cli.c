@@ -327,10 +327,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "unknown group %s\n", g);
         return 2;
     }
-    char cmd[PATH_MAX + 16];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", tmp);
-    free(tmp);
+    test_tmpdir_remove(tmp);
     return test_finish();
 }

@@ -531,7 +531,7 @@ static void test_orin_ini(void)
     int n = key_names(got, names, 64);
     for (int i = 0; i < n; i++) {
         char sec[64], *dot;
-        snprintf(sec, sizeof sec, "%s", names[i]);
+        snprintf(sec, sizeof sec, "%.63s", names[i]); /* a name is at most 63 chars */
         dot = strchr(sec, '.');
         *dot = '\0';
         CHECK(orin_config_is_set(&cfg, sec, dot + 1), "etc/orin.ini lacks %s", names[i]);
@@ -579,10 +579,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "unknown group %s\n", g);
         return 2;
     }
-    char cmd[PATH_MAX + 16];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", tmp);
-    free(tmp);
+    test_tmpdir_remove(tmp);
     return test_finish();
 }

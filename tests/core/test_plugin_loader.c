@@ -198,9 +198,6 @@ int main(void)
     test_bad_plugins(tmp);
     test_dir_filtering(tmp);
 
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    CHECK(system(cmd) == 0);
-    free(tmp);
+    CHECK(test_tmpdir_remove(tmp));
     return test_finish();
 }

@@ -129,9 +129,7 @@ int main(int argc, char **argv)
     }
     free(shards);
 
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    CHECK(system(cmd) == 0);
-    free(tmp);
+    CHECK(test_tmpdir_remove(tmp));
     orin_registry_destroy(reg);
     orin_plugin_set_destroy(plugins);
     return test_finish();

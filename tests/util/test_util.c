@@ -107,3 +107,16 @@ char *test_tmpdir(const char *tag)
     }
     return path;
 }
+
+bool test_tmpdir_remove(char *path)
+{
+    if (!path)
+        return true;
+    char cmd[320];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+    const bool ok = system(cmd) == 0;
+    if (!ok)
+        fprintf(stderr, "could not remove %s\n", path);
+    free(path);
+    return ok;
+}

@@ -39,5 +39,8 @@ int test_write_file(const char *path, const void *data, size_t len);
 int test_run(const char *cmd, char **output, bool merge_stderr);
 /* Creates a fresh temporary directory under /tmp; the caller frees the path. */
 char *test_tmpdir(const char *tag);
+/* Removes a test_tmpdir() directory and all it holds, then frees the path;
+ * false (after a line on stderr) if the removal failed. */
+bool test_tmpdir_remove(char *path);
 
 #endif
