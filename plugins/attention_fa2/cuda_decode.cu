@@ -87,8 +87,10 @@
 // registers, fa2d_split_mma); "bps=N" (blocks per SM the split count aims at;
 // default: the kernel's occupancy); "cwarps=8|16" (the cluster kernel's warps a
 // block; default: AUTO's pick); "prefetch=N" (warp steps prefetched before the
-// PDL wait, 0..8; default: the rule above). Unset or empty: auto+mma. An
-// unknown word is an error.
+// PDL wait, 0..8; default: the rule above); "early=0|1" (the cluster kernel
+// stages each warp's first step before the wait; default 1); "pad=N" (N KB of
+// unused shared memory added to the cluster kernel's launch: a measuring aid,
+// bench/carveout.sh). Unset or empty: auto+mma. An unknown word is an error.
 #include "cuda.h"
 
 #include "orin/cuda_util.cuh"
@@ -133,13 +135,16 @@ struct fa2d_config {
                   // the kernel's rule from p (fa2d_prefetch_warp; graph-safe: read on the
                   // device, so a graph captured at one length replays right at any other)
     int cwarps;   // warps a block of the cluster kernel: 8 or 16 ("cwarps=N"), 0: AUTO's pick
+    bool early;   // the cluster kernel's first step staged before the PDL wait ("early=0|1")
+    int pad_kb;   // KB of unused dynamic shared memory added to the cluster kernel ("pad=N",
+                  // a measuring aid: what a larger launch costs the step, bench/carveout.sh)
 };
 
 // ORIN_FA2_DECODE_CONFIG, read at every call (the benchmark changes it between rows).
 int fa2d_parse_config(fa2d_config *cfg)
 {
     *cfg = fa2d_config{.combine = FA2D_COMBINE_AUTO, .cluster = 0, .simt = false, .bps = 0,
-                       .cp = -1, .prefetch = -1, .cwarps = 0};
+                       .cp = -1, .prefetch = -1, .cwarps = 0, .early = true, .pad_kb = 0};
     const char *env = getenv("ORIN_FA2_DECODE_CONFIG");
     if (!env)
         return 0;
@@ -183,11 +188,15 @@ int fa2d_parse_config(fa2d_config *cfg)
             cfg->cwarps = n;
         } else if (sscanf(word, "prefetch=%d%c", &n, &extra) == 1 && n >= 0 && n <= 8) {
             cfg->prefetch = n;
+        } else if (sscanf(word, "early=%d%c", &n, &extra) == 1 && (n == 0 || n == 1)) {
+            cfg->early = n == 1;
+        } else if (sscanf(word, "pad=%d%c", &n, &extra) == 1 && n >= 0 && n <= 160) {
+            cfg->pad_kb = n;
         } else {
             return orin_error_set("%s: ORIN_FA2_DECODE_CONFIG \"%s\": unknown \"%s\" (words "
                                   "joined by '+': auto, cluster, cluster=8|12|14|16, two-kernel, "
                                   "fused, mma, simt, cpasync, cpasync=0|2|3|4|6, bps=1..64, "
-                                  "prefetch=0..8, cwarps=8|16)",
+                                  "prefetch=0..8, cwarps=8|16, early=0|1, pad=0..160)",
                                   FA2D_LABEL, env, word);
         }
         p += strcspn(p, "+");
@@ -326,7 +335,7 @@ template <typename T, int HD, int C, int W> int fa2d_cluster_capacity(const orin
         return cached[dev] - 1;
     int clusters = 0;
     const fa2d_kernel kernel = fa2d_cluster_mma<T, HD, C, W>;
-    const int smem = (int)sizeof(fa2d_cluster_smem<HD, W>);
+    const int smem = (int)fa2d_cluster_smem_bytes<HD, W>(true); // the larger: with early tiles
     cudaLaunchAttribute attr = {};
     attr.id = cudaLaunchAttributeClusterDimension;
     attr.val.clusterDim.x = C;
@@ -456,8 +465,13 @@ int fa2d_launch_cluster(const orin_exec *ex, orin_dtype dt, const fa2d_config *c
 {
     P.splits = C;
     P.prefetch_steps = cfg->prefetch;
+    P.early = cfg->early;
+    size_t smem = fa2d_cluster_smem_bytes<HD, W>(cfg->early) + (size_t)cfg->pad_kb * 1024;
+    if (cfg->pad_kb)
+        (void)cudaFuncSetAttribute(fa2d_cluster_mma<T, HD, C, W>,
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     orin_cu_launch_cluster(ex, true, C, fa2d_cluster_mma<T, HD, C, W>, dim3(C, (unsigned)units),
-                           dim3(W * 32), sizeof(fa2d_cluster_smem<HD, W>), P);
+                           dim3(W * 32), smem, P);
 #if FA2D_TIMELINE
     fa2d_dump_timeline(ex, C);
 #endif
@@ -599,6 +613,7 @@ extern "C" int fa2_cuda_decode(const orin_exec *ex, const orin_attention_args *a
         .partial_lse = NULL,
         .slab = -1,
         .prefetch_steps = 0, // fa2d_launch, for the kernel it picks
+        .early = 0,          // the cluster kernel's launch
     };
     ORIN_CU_DISPATCH(dt, FA2D_LABEL, T, return fa2d_launch<T>(ex, a, dt, &cfg, P));
     return 0;

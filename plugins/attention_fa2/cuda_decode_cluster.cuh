@@ -18,11 +18,28 @@ template <int HD, int W> struct fa2d_cluster_smem {
     float block_l[FA2D_MMA_ROWS];
 };
 
+// The dynamic shared memory a block takes: the merge space, or with early
+// tiles (a K and a V tile a warp, warp w's at 2 w tiles from the start) the
+// larger of the two, since the tiles are read only during the steps and the
+// merge space is written only after them (a block barrier between). At hd 128
+// and 8 warps: 64 KB, so that two blocks an SM still fit the 132 KB
+// shared-memory configuration the quantized GEMVs run in: a launch needing a
+// larger one (101 KB a block, tiles after the merge space) made the SMs
+// change configuration around every attention and cost 0.078 ms a step
+// (bench/notes/fa2-decode.md, bench/carveout.sh).
+template <int HD, int W> __host__ __device__ constexpr size_t fa2d_cluster_smem_bytes(bool early)
+{
+    return early && (size_t)W * 2 * fa2d_tile_bytes<HD>() > sizeof(fa2d_cluster_smem<HD, W>)
+               ? (size_t)W * 2 * fa2d_tile_bytes<HD>()
+               : sizeof(fa2d_cluster_smem<HD, W>);
+}
+
 // Launch: grid (C, Hkv * row chunks) in clusters of C (8 to 16) blocks along
 // x, one cluster a (kv head, row chunk) unit; W x 32 threads (W = 16 warps:
-// dynamic shared memory sizeof(fa2d_cluster_smem) 70.7 KB at hd 128, one block
-// an SM; W = 8: 37 KB, up to two an SM, so that a cluster of 16 fits in a GPC
-// with fewer than 16 free SMs); 128 registers. Block rank r takes piece r of the
+// dynamic shared memory fa2d_cluster_smem_bytes 128 KB at hd 128 with the
+// early tiles (70.7 KB without), one block an SM; W = 8: 64 KB (37 KB), up to
+// two an SM, so that a cluster of 16 fits in a GPC with fewer than 16 free
+// SMs); 128 registers. Block rank r takes piece r of the
 // p + 1 positions (fa2d_range with splits = C); its warps run the mma
 // kernel's steps (fa2d_mma_step), merge in shared memory, then, after a
 // cluster barrier, each block combines a 1/C share of the unit's rows x hd
@@ -46,31 +63,58 @@ __global__ void __launch_bounds__(W * 32, 16 / W) fa2d_cluster_mma(const fa2d_pa
         *reinterpret_cast<fa2d_cluster_smem<HD, W> *>(fa2d_dynamic_smem);
     cg::cluster_group cluster = cg::this_cluster();
     const int rank = (int)cluster.block_rank(), unit = blockIdx.y;
+    const int warp = threadIdx.x >> 5;
+    const int kvh = unit / P.row_chunks, chunk = unit % P.row_chunks;
     FA2D_MARK(0, 0.0f);
     orin_cu_allow_next(); // PDL, as in fa2d_split_mma
-    fa2d_prefetch_warp<T, HD>(P, rank, unit / P.row_chunks, 16 * W);
+    // early: the warp's first step from p0, the position read before the wait
+    // (a hint, as the prefetch reads it; used only if p is the same after it)
+    constexpr bool EARLY_OK = !(FA2D_KNOCKOUT & (FA2D_KO_INPUTS | FA2D_KO_STEPS));
+    const bool early = EARLY_OK && P.early;
+    unsigned char *tiles = fa2d_dynamic_smem + warp * 2 * fa2d_tile_bytes<HD>();
+    int32_t p0 = -1;
+    int64_t begin, end;
+    if (early) {
+        p0 = *(const volatile int32_t *)P.positions;
+        fa2d_range_at(P, p0, rank, &begin, &end);
+        const int64_t base = begin + 16 * warp;
+        if (base < end) // warp-uniform
+            fa2d_early_issue<T, HD>(P.cache, kvh, base, min(end, (int64_t)p0),
+                                    orin_cu_smem_addr(tiles));
+    } else {
+        fa2d_prefetch_warp<T, HD>(P, rank, kvh, 16 * W);
+    }
     if constexpr (!(FA2D_KNOCKOUT & FA2D_KO_WAIT))
         orin_cu_wait_prior();
     FA2D_MARK(1, 0.0f);
 
-    const int warp = threadIdx.x >> 5;
-    const int kvh = unit / P.row_chunks, chunk = unit % P.row_chunks;
     const int head0 = kvh * P.group + chunk * R;
     const int rows = min(R, P.group - chunk * R);
 
-    int64_t begin, end;
-    if constexpr (FA2D_KNOCKOUT & FA2D_KO_INPUTS)
-        fa2d_range_at(P, P.max_kv_len - 1, rank, &begin, &end);
-    else
-        fa2d_range(P, rank, &begin, &end);
-    FA2D_MARK(2, end);
-    // Read here, with the piece (the same p, one load): read after the first
-    // cluster barrier it was an L2 round trip on the kernel's tail.
-    bool valid = true;
-    if constexpr (!(FA2D_KNOCKOUT & FA2D_KO_INPUTS))
-        valid = fa2d_valid_position(P);
     fa2d_mma_state<HD> st;
-    fa2d_mma_warp_range<T, HD, W>(P, kvh, head0, rows, begin, end, st);
+    bool valid = true;
+    if (early) {
+        // p's read goes out beside q's; the steps run on p0's piece meanwhile
+        const int32_t p = P.positions[0];
+        fa2d_early_warp_range<T, HD, W>(P, kvh, head0, rows, begin, end, p0, tiles, st);
+        valid = p >= 0 && p < P.max_kv_len;
+        if (p != p0) { // block-uniform: the kernel before moved p after all
+            fa2d_range_at(P, p, rank, &begin, &end);
+            fa2d_mma_warp_range<T, HD, W>(P, kvh, head0, rows, begin, end, st);
+        }
+        FA2D_MARK(2, end);
+    } else {
+        if constexpr (FA2D_KNOCKOUT & FA2D_KO_INPUTS)
+            fa2d_range_at(P, P.max_kv_len - 1, rank, &begin, &end);
+        else
+            fa2d_range(P, rank, &begin, &end);
+        FA2D_MARK(2, end);
+        // Read here, with the piece (the same p, one load): read after the first
+        // cluster barrier it was an L2 round trip on the kernel's tail.
+        if constexpr (!(FA2D_KNOCKOUT & FA2D_KO_INPUTS))
+            valid = fa2d_valid_position(P);
+        fa2d_mma_warp_range<T, HD, W>(P, kvh, head0, rows, begin, end, st);
+    }
     FA2D_MARK(3, st.l0 + st.o[HD / 16 - 1][3]);
     if constexpr (FA2D_KNOCKOUT & FA2D_KO_MERGE) {
         // One value a warp keeps the work alive: the sum of every accumulator,
@@ -85,6 +129,8 @@ __global__ void __launch_bounds__(W * 32, 16 / W) fa2d_cluster_mma(const fa2d_pa
                 orin_cu_from_f32<T>(sum);
         return;
     }
+    if (early)
+        __syncthreads(); // every warp's tiles read before the states overwrite them
     fa2d_mma_store_warp<HD>(st, sm.o[warp], sm.m[warp], sm.l[warp]);
     __syncthreads();
     FA2D_MARK(4, 0.0f);

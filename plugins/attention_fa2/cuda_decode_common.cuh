@@ -86,6 +86,8 @@ struct fa2d_params {
     float *partial_lse;          // [splits, H]
     int slab;                    // fused: the counter slab; -1: two-kernel
     int prefetch_steps;          // K/V warp steps prefetched before the PDL wait (fa2d_prefetch_warp)
+    int early;                   // cluster kernel: each warp's first step staged before the
+                                 // wait (fa2d_early_warp_range); its tiles follow the smem
 };
 
 // ---- small device helpers ----

@@ -506,6 +506,93 @@ __device__ __forceinline__ void fa2d_cp_warp_range(const fa2d_params &P, int kvh
     }
 }
 
+// ---- early staging (the cluster kernel, fa2d_params.early) ----
+//
+// At short contexts each warp takes one 16-position step, and after the PDL
+// wait that step waited on its K/V loads (L2, since the prefetch) behind p's
+// read. Every row of the cache below p was written by an earlier step, so a
+// warp can copy its first step's K and V tiles into shared memory BEFORE the
+// wait, from p0, the position read there; after it only q and row p (the
+// token rope_kv_write has just written) remain. p is read again after the wait
+// and the staged rows are used only where it equals p0.
+
+// Before the PDL wait: the K and V rows [base, base + 16) below `before` (p0,
+// or the piece's end) into the warp's tiles at shared address `tiles` (K,
+// then V), the others zero-filled (read nothing); one commit group.
+template <typename T, int HD>
+__device__ __forceinline__ void fa2d_early_issue(const orin_kv_view &cache, int kvh, int64_t base,
+                                                 int64_t before, uint32_t tiles)
+{
+    fa2d_cp_tile<T, HD, true>(cache, (const T *)cache.k, kvh, base, before, tiles);
+    fa2d_cp_tile<T, HD, true>(cache, (const T *)cache.v, kvh, base, before,
+                              tiles + fa2d_tile_bytes<HD>());
+    orin_cu_cp_async_commit();
+}
+
+// After the wait: row p (tile row r) of K and V into the tiles, lanes 0..CPR-1
+// K's chunks, CPR..2 CPR-1 V's, with the tiles' swizzle; waits for it.
+template <typename T, int HD>
+__device__ __forceinline__ void fa2d_early_row(const orin_kv_view &cache, int kvh, int64_t p,
+                                               int r, uint32_t tiles)
+{
+    constexpr int CPR = HD / 8; // 16-byte chunks a row
+    const int lane = threadIdx.x & 31, c = lane % CPR;
+    if (lane < 2 * CPR) {
+        const bool v = lane >= CPR;
+        const T *src = (const T *)(v ? cache.v : cache.k) + orin_kv_offset(&cache, p, kvh) + 8 * c;
+        orin_cu_cp_async16(tiles + (v ? fa2d_tile_bytes<HD>() : 0) +
+                               16 * (r * CPR + (c ^ fa2d_swz(r))),
+                           src);
+    }
+    orin_cu_cp_async_commit();
+    orin_cu_cp_async_wait<0>();
+    __syncwarp();
+}
+
+// fa2d_mma_warp_range with the warp's first step from the tiles fa2d_early_issue
+// filled for the same [begin, end) (p0's piece), p = p0 the position: the same
+// fragments and math, so the same result bit for bit.
+template <typename T, int HD, int W>
+__device__ __forceinline__ void fa2d_early_warp_range(const fa2d_params &P, int kvh, int head0,
+                                                      int rows, int64_t begin, int64_t end,
+                                                      int64_t p, const unsigned char *tiles,
+                                                      fa2d_mma_state<HD> &st)
+{
+    constexpr int KJ = HD / 32;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int g = lane >> 2, t = lane & 3;
+    fa2d_mma_state_clear(st);
+    int64_t base = begin + 16 * warp;
+    if (base < end) { // warp-uniform
+        uint4 qf[KJ];
+#pragma unroll
+        for (int j = 0; j < KJ; j++)
+            qf[j] = fa2d_q_chunk<T>(P, head0 + g, 4 * j + t, g < rows);
+        const orin_kv_view cache = P.cache;
+        orin_cu_cp_async_wait<0>(); // the tiles issued before the wait
+        __syncwarp();
+        if (base <= p && p < base + 16) // warp-uniform
+            fa2d_early_row<T, HD>(cache, kvh, p, (int)(p - base), orin_cu_smem_addr(tiles));
+        uint4 ka[KJ], kb[KJ], va[HD / 64], vb[HD / 64], vc[HD / 64], vd[HD / 64];
+        fa2d_lds_k<HD>(tiles, ka, kb);
+        fa2d_lds_v<HD>(tiles + fa2d_tile_bytes<HD>(), va, vb, vc, vd);
+        float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        fa2d_mma_scores<T, HD>(ka, kb, qf, P.scale, base + g < end, base + g + 8 < end, s);
+        uint32_t b0, b1;
+        fa2d_mma_softmax<T, HD>(s, st, &b0, &b1);
+        fa2d_mma_pv<T, HD>(va, vb, vc, vd, b0, b1, st);
+        for (base += 16 * W; base + 16 <= end; base += 16 * W)
+            fa2d_mma_step<T, HD, false>(cache, kvh, base, end, qf, P.scale, st);
+        if (base < end) // warp-uniform
+            fa2d_mma_step<T, HD, true>(cache, kvh, base, end, qf, P.scale, st);
+    }
+#pragma unroll
+    for (int off = 4; off < 32; off <<= 1) {
+        st.l0 += __shfl_xor_sync(0xffffffffu, st.l0, off);
+        st.l1 += __shfl_xor_sync(0xffffffffu, st.l1, off);
+    }
+}
+
 // Launch: grid (splits, Hkv * row chunks), 128 threads (4 warps), dynamic
 // shared memory fa2d_cp_smem<hd, N>: each warp's ring of N tiles of 16 x hd
 // K or V (N x 4 KB at hd 128, N x 2 KB at hd 64), reused after the loop for the

@@ -429,6 +429,26 @@ __device__ __forceinline__ void orin_cu_prefetch_l2_bulk(const void *p, uint32_t
 #endif
 }
 
+/* A measuring aid, never needed for results: ORIN_CU_CARVEOUT=0..100 (read
+ * once) makes every kernel launched through orin_cu_launch* ask for that
+ * shared-memory carveout (a percentage of the largest shared memory; the SM's
+ * L1 takes the rest), so bench/carveout.sh can price kernels that need
+ * different L1/shared splits side by side: an SM changes its split only when
+ * idle, so the next kernel's early (PDL) blocks cannot join a neighbour of
+ * another split. Unset, the driver picks each kernel's split. Set, each launch
+ * also pays a cudaFuncSetAttribute call. */
+static inline void orin_cu_apply_carveout(const void *kernel)
+{
+    static int carveout = -2;
+    if (carveout == -2) {
+        const char *env = getenv("ORIN_CU_CARVEOUT");
+        carveout = env && *env ? atoi(env) : -1;
+    }
+    if (carveout >= 0)
+        (void)cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                   carveout);
+}
+
 /* kernel<<<grid, block, smem, the exec's stream>>>(args...), with the
  * programmatic attribute when pdl and orin_cu_pdl(ex): the kernel then follows
  * the contract above; and in thread-block clusters of cluster_x blocks along x
@@ -452,6 +472,7 @@ static inline void orin_cu_launch_cluster(const orin_exec *ex, bool pdl, unsigne
         attrs[n].val.clusterDim.y = 1;
         attrs[n++].val.clusterDim.z = 1;
     }
+    orin_cu_apply_carveout((const void *)kernel);
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = block;

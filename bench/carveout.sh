@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The decode step of the Qwen3-8B-shaped models at 512 positions (fa2, graph
+# replay) under each shared-memory setting asked for, rounds alternating:
+# ORIN_CU_CARVEOUT (every kernel launched through orin_cu_launch* asks for that
+# carveout, 0..100 % of the largest shared memory) and ORIN_FA2_DECODE_CONFIG
+# (e.g. "pad=64": the attention's launch 64 KB larger, nothing else changed;
+# "early=0"). What it measures: whether a kernel needing another L1/shared split
+# than its neighbours costs the PDL overlap (bench/notes/fa2-decode.md).
+#
+#   bash bench/carveout.sh BUILD_DIR
+# Environment: CARVEOUTS ("- 100": "-" leaves the variable unset), FA2 ("-
+# pad=64"), FORMATS (awq int8; f16 too), ROUNDS (2), WORK (/tmp/orin-shaped: the
+# folders of bench/make_shaped_model.py --fast qwen3-8b and --awq 128 qwen3-8b).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=${1:?usage: carveout.sh BUILD_DIR}
+work=${WORK:-/tmp/orin-shaped}
+row() { # format carveout fa2
+  local model=(--set model.path="$work/qwen3-8b")
+  case $1 in
+    awq) model=(--set model.path="$work/qwen3-8b-awq") ;;
+    int8) model+=(--set model.quant=int8) ;;
+  esac
+  local env=()
+  [ "$2" = - ] || env+=(ORIN_CU_CARVEOUT="$2")
+  [ "$3" = - ] || env+=(ORIN_FA2_DECODE_CONFIG="$3")
+  env "${env[@]}" "$build/orin-run" --bench --json --set runtime.device=cuda \
+    --set model.dtype=f16 --set attention.backend=fa2 --set runtime.cuda_graph=true \
+    --set runtime.max_context=648 --set bench.prompt_tokens=512 --set bench.gen_tokens=128 \
+    "${model[@]}" 2>/dev/null | tail -1 |
+    python3 -c 'import json, sys
+d = json.loads(sys.stdin.read())
+print("%-5s carveout %-4s fa2 %-8s %.4f ms (%.1f %% of %.4f)" % (sys.argv[1], sys.argv[2],
+      sys.argv[3], d["decode_step_ms"], 100 * d["decode_roofline_fraction"], d["decode_floor_ms"]))' \
+      "$1" "$2" "$3" 2>/dev/null || echo "$1 carveout $2 fa2 $3 failed"
+}
+for r in $(seq "${ROUNDS:-2}"); do
+  for f in ${FORMATS:-awq int8}; do
+    for c in ${CARVEOUTS:-- 100}; do
+      for a in ${FA2:-- pad=64}; do row "$f" "$c" "$a"; done
+    done
+  done
+done
