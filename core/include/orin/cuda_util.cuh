@@ -429,24 +429,43 @@ __device__ __forceinline__ void orin_cu_prefetch_l2_bulk(const void *p, uint32_t
 #endif
 }
 
-/* A measuring aid, never needed for results: ORIN_CU_CARVEOUT=0..100 (read
- * once) makes every kernel launched through orin_cu_launch* ask for that
- * shared-memory carveout (a percentage of the largest shared memory; the SM's
- * L1 takes the rest), so bench/carveout.sh can price kernels that need
- * different L1/shared splits side by side: an SM changes its split only when
- * idle, so the next kernel's early (PDL) blocks cannot join a neighbour of
- * another split. Unset, the driver picks each kernel's split. Set, each launch
- * also pays a cudaFuncSetAttribute call. */
+/* A measuring aid, never needed for results: ORIN_CU_CARVEOUT (read once)
+ * makes kernels launched through orin_cu_launch* ask for a shared-memory
+ * carveout (a percentage of the largest shared memory; the SM's L1 takes the
+ * rest), so that bench/carveout.sh can price kernels that need different
+ * L1/shared splits side by side: an SM changes its split only when idle, so a
+ * kernel's early (PDL) blocks cannot join a neighbour of another split
+ * (bench/notes/fa2-decode.md). "N": every kernel; "N@name,M@other": the kernels
+ * whose symbol contains name, other. Unset, the driver picks each kernel's
+ * split. Set, each launch also pays a cudaFuncSetAttribute call. */
 static inline void orin_cu_apply_carveout(const void *kernel)
 {
-    static int carveout = -2;
-    if (carveout == -2) {
-        const char *env = getenv("ORIN_CU_CARVEOUT");
-        carveout = env && *env ? atoi(env) : -1;
+    static const char *spec;
+    static bool read;
+    if (!read) {
+        spec = getenv("ORIN_CU_CARVEOUT");
+        read = true;
     }
-    if (carveout >= 0)
+    if (!spec || !*spec)
+        return;
+    const char *name = NULL;
+    for (const char *p = spec; *p;) {
+        const size_t len = strcspn(p, ",");
+        char item[96];
+        snprintf(item, sizeof item, "%.*s", (int)len, p);
+        p += len + (p[len] == ',');
+        char *at = strchr(item, '@');
+        if (at) {
+            *at = '\0';
+            if (!name && cudaFuncGetName(&name, kernel) != cudaSuccess)
+                name = "";
+            if (!strstr(name, at + 1))
+                continue;
+        }
         (void)cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                   carveout);
+                                   atoi(item));
+        return;
+    }
 }
 
 /* kernel<<<grid, block, smem, the exec's stream>>>(args...), with the
