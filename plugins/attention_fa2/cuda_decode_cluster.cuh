@@ -96,7 +96,8 @@ __global__ void __launch_bounds__(W * 32, 16 / W) fa2d_cluster_mma(const fa2d_pa
     if (early) {
         // p's read goes out beside q's; the steps run on p0's piece meanwhile
         const int32_t p = P.positions[0];
-        fa2d_early_warp_range<T, HD, W>(P, kvh, head0, rows, begin, end, p0, tiles, st);
+        fa2d_mma_warp_range<T, HD, W>(P, kvh, head0, rows, begin, end, st,
+                                      fa2d_early_first_step{tiles, p0});
         valid = p >= 0 && p < P.max_kv_len;
         if (p != p0) { // block-uniform: the kernel before moved p after all
             fa2d_range_at(P, p, rank, &begin, &end);

@@ -87,7 +87,7 @@ struct fa2d_params {
     int slab;                    // fused: the counter slab; -1: two-kernel
     int prefetch_steps;          // K/V warp steps prefetched before the PDL wait (fa2d_prefetch_warp)
     int early;                   // cluster kernel: each warp's first step staged before the
-                                 // wait (fa2d_early_warp_range); its tiles follow the smem
+                                 // wait (fa2d_early_first_step); its tiles alias the merge space
 };
 
 // ---- small device helpers ----

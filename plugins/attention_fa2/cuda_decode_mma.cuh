@@ -208,14 +208,27 @@ __device__ __forceinline__ void fa2d_mma_step(const orin_kv_view &cache, int kvh
     fa2d_mma_pv<T, HD>(va, vb, vc, vd, b0, b1, st);
 }
 
+// A first-step hook of fa2d_mma_warp_range that takes no step (the default).
+struct fa2d_no_first_step {
+    template <typename T, int HD>
+    __device__ __forceinline__ bool step(const orin_kv_view &, int, int64_t, int64_t,
+                                         const uint4 (&)[HD / 32], float,
+                                         fa2d_mma_state<HD> &) const
+    {
+        return false;
+    }
+};
+
 // The warp's share of positions [begin, end) of kv head kvh for query rows
 // head0 .. head0 + rows - 1 (zero rows pad them to 8): steps of 16 positions,
 // the W warps of the block interleaved. st starts fresh; an empty share leaves
 // m = -inf, l = 0, O = 0. Ends with l summed over the lanes that share a row.
-template <typename T, int HD, int W>
+// first.step may take the warp's first step from elsewhere (returning true:
+// fa2d_early_first_step, from tiles staged before the PDL wait).
+template <typename T, int HD, int W, typename First = fa2d_no_first_step>
 __device__ __forceinline__ void fa2d_mma_warp_range(const fa2d_params &P, int kvh, int head0,
                                                     int rows, int64_t begin, int64_t end,
-                                                    fa2d_mma_state<HD> &st)
+                                                    fa2d_mma_state<HD> &st, First first = {})
 {
     constexpr int KJ = HD / 32;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -232,6 +245,8 @@ __device__ __forceinline__ void fa2d_mma_warp_range(const fa2d_params &P, int kv
         const orin_kv_view cache = P.cache;
         if (FA2D_KNOCKOUT & FA2D_KO_STEPS)
             base = end; // warp-uniform: no step runs
+        else if (first.template step<T, HD>(cache, kvh, base, end, qf, P.scale, st))
+            base += 16 * W;
         for (; base + 16 <= end; base += 16 * W)
             fa2d_mma_step<T, HD, false>(cache, kvh, base, end, qf, P.scale, st);
         if (base < end) // warp-uniform
@@ -549,26 +564,20 @@ __device__ __forceinline__ void fa2d_early_row(const orin_kv_view &cache, int kv
     __syncwarp();
 }
 
-// fa2d_mma_warp_range with the warp's first step from the tiles fa2d_early_issue
-// filled for the same [begin, end) (p0's piece), p = p0 the position: the same
-// fragments and math, so the same result bit for bit.
-template <typename T, int HD, int W>
-__device__ __forceinline__ void fa2d_early_warp_range(const fa2d_params &P, int kvh, int head0,
-                                                      int rows, int64_t begin, int64_t end,
-                                                      int64_t p, const unsigned char *tiles,
-                                                      fa2d_mma_state<HD> &st)
-{
-    constexpr int KJ = HD / 32;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int g = lane >> 2, t = lane & 3;
-    fa2d_mma_state_clear(st);
-    int64_t base = begin + 16 * warp;
-    if (base < end) { // warp-uniform
-        uint4 qf[KJ];
-#pragma unroll
-        for (int j = 0; j < KJ; j++)
-            qf[j] = fa2d_q_chunk<T>(P, head0 + g, 4 * j + t, g < rows);
-        const orin_kv_view cache = P.cache;
+// fa2d_mma_warp_range's first step from the tiles fa2d_early_issue filled for
+// the same piece (p0's), p = p0 the position: row p copied in first, then the
+// same fragments and math as fa2d_mma_step, so the same result bit for bit.
+struct fa2d_early_first_step {
+    const unsigned char *tiles;
+    int64_t p;
+
+    template <typename T, int HD>
+    __device__ __forceinline__ bool step(const orin_kv_view &cache, int kvh, int64_t base,
+                                         int64_t end, const uint4 (&qf)[HD / 32],
+                                         float scale, fa2d_mma_state<HD> &st) const
+    {
+        constexpr int KJ = HD / 32;
+        const int g = (threadIdx.x & 31) >> 2;
         orin_cu_cp_async_wait<0>(); // the tiles issued before the wait
         __syncwarp();
         if (base <= p && p < base + 16) // warp-uniform
@@ -577,21 +586,13 @@ __device__ __forceinline__ void fa2d_early_warp_range(const fa2d_params &P, int 
         fa2d_lds_k<HD>(tiles, ka, kb);
         fa2d_lds_v<HD>(tiles + fa2d_tile_bytes<HD>(), va, vb, vc, vd);
         float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        fa2d_mma_scores<T, HD>(ka, kb, qf, P.scale, base + g < end, base + g + 8 < end, s);
+        fa2d_mma_scores<T, HD>(ka, kb, qf, scale, base + g < end, base + g + 8 < end, s);
         uint32_t b0, b1;
         fa2d_mma_softmax<T, HD>(s, st, &b0, &b1);
         fa2d_mma_pv<T, HD>(va, vb, vc, vd, b0, b1, st);
-        for (base += 16 * W; base + 16 <= end; base += 16 * W)
-            fa2d_mma_step<T, HD, false>(cache, kvh, base, end, qf, P.scale, st);
-        if (base < end) // warp-uniform
-            fa2d_mma_step<T, HD, true>(cache, kvh, base, end, qf, P.scale, st);
+        return true;
     }
-#pragma unroll
-    for (int off = 4; off < 32; off <<= 1) {
-        st.l0 += __shfl_xor_sync(0xffffffffu, st.l0, off);
-        st.l1 += __shfl_xor_sync(0xffffffffu, st.l1, off);
-    }
-}
+};
 
 // Launch: grid (splits, Hkv * row chunks), 128 threads (4 warps), dynamic
 // shared memory fa2d_cp_smem<hd, N>: each warp's ring of N tiles of 16 x hd
