@@ -525,11 +525,14 @@ __device__ __forceinline__ void fa2d_cp_warp_range(const fa2d_params &P, int kvh
 //
 // At short contexts each warp takes one 16-position step, and after the PDL
 // wait that step waited on its K/V loads (L2, since the prefetch) behind p's
-// read. Every row of the cache below p was written by an earlier step, so a
-// warp can copy its first step's K and V tiles into shared memory BEFORE the
-// wait, from p0, the position read there; after it only q and row p (the
-// token rope_kv_write has just written) remain. p is read again after the wait
-// and the staged rows are used only where it equals p0.
+// read. Every row of the cache below p was written by an earlier step (or the
+// prefill), complete before this step's first kernel started: steps are
+// separate graph launches, or eager steps the host waited on for their token,
+// and no programmatic edge crosses either. So a warp can copy its first
+// step's K and V tiles into shared memory BEFORE the wait, from p0, the
+// position read there; after it only q and row p (the token rope_kv_write has
+// just written) remain. p is read again after the wait and the staged rows
+// are used only where it equals p0.
 
 // Before the PDL wait: the K and V rows [base, base + 16) below `before` (p0,
 // or the piece's end) into the warp's tiles at shared address `tiles` (K,
