@@ -98,7 +98,7 @@ __global__ void __launch_bounds__(W * 32, 16 / W) fa2d_cluster_mma(const fa2d_pa
         const int32_t p = P.positions[0];
         fa2d_mma_warp_range<T, HD, W>(P, kvh, head0, rows, begin, end, st,
                                       fa2d_early_first_step{tiles, p0});
-        valid = p >= 0 && p < P.max_kv_len;
+        valid = fa2d_valid_at(P, p);
         if (p != p0) { // block-uniform: the kernel before moved p after all
             fa2d_range_at(P, p, rank, &begin, &end);
             fa2d_mma_warp_range<T, HD, W>(P, kvh, head0, rows, begin, end, st);

@@ -203,10 +203,15 @@ __device__ __forceinline__ void fa2d_prefetch_warp(const fa2d_params &P, int spl
     }
 }
 
+// Whether position p is one the call may decode (a row of the cache below max_kv_len).
+__device__ __forceinline__ bool fa2d_valid_at(const fa2d_params &P, int32_t p)
+{
+    return p >= 0 && p < P.max_kv_len;
+}
+
 __device__ __forceinline__ bool fa2d_valid_position(const fa2d_params &P)
 {
-    const int32_t p = P.positions[0];
-    return p >= 0 && p < P.max_kv_len;
+    return fa2d_valid_at(P, P.positions[0]);
 }
 
 // 16 bytes of a K/V row (16-byte aligned), or zeros for a masked position (its

@@ -162,6 +162,21 @@ __device__ __forceinline__ void fa2d_mma_pv(const uint4 (&va)[HD / 64], const ui
     }
 }
 
+// One 16-position step's math on its K and V fragments: S = K Q^T (positions
+// masked by ok0 / ok1), the online softmax, O += P V.
+template <typename T, int HD>
+__device__ __forceinline__ void
+fa2d_mma_tile(const uint4 (&ka)[HD / 32], const uint4 (&kb)[HD / 32], const uint4 (&va)[HD / 64],
+              const uint4 (&vb)[HD / 64], const uint4 (&vc)[HD / 64], const uint4 (&vd)[HD / 64],
+              const uint4 (&qf)[HD / 32], float scale, bool ok0, bool ok1, fa2d_mma_state<HD> &st)
+{
+    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    fa2d_mma_scores<T, HD>(ka, kb, qf, scale, ok0, ok1, s);
+    uint32_t b0, b1;
+    fa2d_mma_softmax<T, HD>(s, st, &b0, &b1);
+    fa2d_mma_pv<T, HD>(va, vb, vc, vd, b0, b1, st);
+}
+
 // One warp step of the mma kernel: positions base .. base + 15 (MASKED: those
 // at or past `end` are not loaded and weigh 0). See fa2d_split_mma.
 template <typename T, int HD, bool MASKED>
@@ -201,11 +216,7 @@ __device__ __forceinline__ void fa2d_mma_step(const orin_kv_view &cache, int kvh
         vd[h] = fa2d_ld16(v9 + 128 * h, ok_v9);
     }
 
-    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    fa2d_mma_scores<T, HD>(ka, kb, qf, scale, ok_k0, ok_k1, s);
-    uint32_t b0, b1;
-    fa2d_mma_softmax<T, HD>(s, st, &b0, &b1);
-    fa2d_mma_pv<T, HD>(va, vb, vc, vd, b0, b1, st);
+    fa2d_mma_tile<T, HD>(ka, kb, va, vb, vc, vd, qf, scale, ok_k0, ok_k1, st);
 }
 
 // A first-step hook of fa2d_mma_warp_range that takes no step (the default).
@@ -588,11 +599,8 @@ struct fa2d_early_first_step {
         uint4 ka[KJ], kb[KJ], va[HD / 64], vb[HD / 64], vc[HD / 64], vd[HD / 64];
         fa2d_lds_k<HD>(tiles, ka, kb);
         fa2d_lds_v<HD>(tiles + fa2d_tile_bytes<HD>(), va, vb, vc, vd);
-        float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        fa2d_mma_scores<T, HD>(ka, kb, qf, scale, base + g < end, base + g + 8 < end, s);
-        uint32_t b0, b1;
-        fa2d_mma_softmax<T, HD>(s, st, &b0, &b1);
-        fa2d_mma_pv<T, HD>(va, vb, vc, vd, b0, b1, st);
+        fa2d_mma_tile<T, HD>(ka, kb, va, vb, vc, vd, qf, scale, base + g < end,
+                             base + g + 8 < end, st);
         return true;
     }
 };
