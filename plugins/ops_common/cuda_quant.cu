@@ -311,6 +311,7 @@ struct qmma_params {
     const void *norm_residual, *norm_weight;
     void *norm_x_out;
     float norm_eps;
+    int norm_residual_f32; // the residual is f32 (matmul.mlp.*'s accumulator)
     int begin[4]; // SEGMENTS: matrix i's blocks are [begin[i], begin[i + 1]); SWIGLU: begin[1] n-tiles
     int count;    // matrices (SWIGLU: 2, m[0] the gate)
     int early2;   // both weight batches before the PDL wait whatever the format's default (see tiles_gemv)
@@ -433,8 +434,9 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
     }
     // with a norm in front, x_out's scratch and the norm's weight (fetched now)
     T *hs = (T *)(groups + MATS * ngm);
-    const gemv_norm<T> np = {(const T *)p.norm_residual, (const T *)p.norm_weight,
-                             (T *)p.norm_x_out, p.norm_eps};
+    const gemv_norm<T> np = {p.norm_residual_f32 ? nullptr : (const T *)p.norm_residual,
+                             (const T *)p.norm_weight, (T *)p.norm_x_out, p.norm_eps,
+                             p.norm_residual_f32 ? (const float *)p.norm_residual : nullptr};
     if (p.norm_weight)
         gemv_norm_fetch_weight<T>(np, k, hs + k);
     const qmma_staging<T, FMT, SPAN> staging = {(uint2 *)xs,
@@ -529,6 +531,267 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
     if (mat.bias)
         sum[0] += orin_cu_f32(((const T *)mat.bias)[row]);
     ((T *)mat.y)[row] = orin_cu_from_f32<T>(sum[0]);
+}
+
+// ---- the MLP in one launch (matmul.mlp.*, decode) ----------------------------------
+//
+// Launch: grid = the intermediate values in slices of S = 8 W (a block a
+// slice), W warps, one block an SM. Block b computes its slice's S gate and
+// S up values (warp w: one n-tile, gate for w < W / 2, up after, over the
+// whole input: no reduction across warps), their SwiGLU (rounded as
+// matmul.swiglu.* rounds it) into shared memory as down's x, then down's
+// S / UNIT_K units of every one of its n-tiles (warp w: n-tiles w, w + W,
+// ...), and adds the resulting partial output row into the f32 accumulator
+// by vector reductions: no kernel boundary between gate/up and down, at the
+// price of an f32 add a block and output (the adds from ~one block an SM
+// cost ~0.5 us over plain stores: layer_probe --reduce, bench/notes/quant.md).
+// A warp's loads are one stream over both phases (two buffers of 8 units in
+// flight), so down's first weights go out while gate/up's last k-tiles run;
+// down's group entries travel with its weights in registers. Bound, like the
+// GEMVs, by the weight bytes and the chain after the PDL wait.
+struct qmma_mlp_params {
+    qmma_matrix gate, up, down; // y unused
+    const void *x;
+    const void *norm_residual, *norm_weight; // norm_weight NULL: no norm
+    void *norm_x_out;
+    float norm_eps;
+    float *acc;              // [d] f32, += the block's partial row
+    int units1, groups1;     // gate/up: units and groups over d
+    int units2, groups2;     // down: over f
+    int group_tiles;         // alike for the three
+    int d_tiles;             // down's n-tiles (d / 16)
+};
+
+// Loads a warp's batch buffer holds (8 units: AWQ 32 k-tiles, int8 16).
+#define QMMA_MLP_BATCH 8
+
+template <typename T, int FMT, int W> struct qmma_mlp_shape {
+    static constexpr int UT = tiles_of<FMT>::UNIT_TILES, UK = tiles_of<FMT>::UNIT_K;
+    static constexpr int S = 8 * W;             // intermediate values a block
+    static constexpr int HT = S / 16;           // gate (and up) n-tiles a block
+    static constexpr int UD = S / UK;           // down's units a block's slice
+    static constexpr int B = QMMA_MLP_BATCH;
+    static constexpr int P = UD > 0 ? B / UD : 1; // down's n-tiles a batch
+    static constexpr bool valid = S % UK == 0 && UD >= 1 && UD <= B;
+};
+
+// Shared memory: x [d] T, the gate/up entries [2 HT][groups1][8], the norm's
+// scratch [2 d] T (with a norm), the spans' sums of x [d / 16], down's x [S]
+// T and its units' sums [UD], the partial row [d] f32, down's packed group
+// data of the slice's units, scale pairs [d / 16][UD][8] and zero bytes the
+// same (AWQ).
+static size_t qmma_mlp_smem_bytes(int64_t d, int64_t groups1, int ht, int s, int ud, bool norm)
+{
+    const size_t a = (size_t)d * 2 + (size_t)(2 * ht) * (size_t)groups1 * 8 * sizeof(lane_group) +
+                     (norm ? gemv_norm_smem(d, 2) : 0) + (size_t)d / 16 * sizeof(float);
+    const size_t b = (size_t)s * 2 + (size_t)s / 16 * sizeof(float);
+    const size_t entries = (size_t)d / 16 * (size_t)ud * 8;
+    return (a + 15) / 16 * 16 + (b + 15) / 16 * 16 + (size_t)d * sizeof(float) + entries * 5;
+}
+
+template <typename T, int FMT, int SPAN1, int W, bool FULL1>
+__global__ void __launch_bounds__(32 * W, W <= 8 ? 2 : 1) qmma_mlp_kernel(qmma_mlp_params p)
+{
+    using shape = qmma_mlp_shape<T, FMT, W>;
+    constexpr int UT = shape::UT, S = shape::S, HT = shape::HT, UD = shape::UD;
+    constexpr int B = shape::B, P = shape::P;
+    static_assert(shape::valid, "a block's slice is whole units of down");
+    extern __shared__ uint4 smem[];
+    __shared__ float red[W][16];
+    __shared__ float scratch[32];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int g = lane >> 2, t = lane & 3;
+    const int blk = (int)blockIdx.x;
+    const int k = p.units1 * tiles_of<FMT>::UNIT_K; // d
+
+    // shared memory (qmma_mlp_smem_bytes)
+    const int ng = p.groups1 * 8;
+    uint4 *xs = smem;
+    lane_group *groups = (lane_group *)(xs + k * sizeof(T) / 16);
+    T *hs = (T *)(groups + 2 * HT * ng);
+    float *xsum1 = (float *)(hs + (p.norm_weight ? 2 * k : 0));
+    const size_t a_bytes = (size_t)k * 2 + (size_t)(2 * HT) * ng * sizeof(lane_group) +
+                           (p.norm_weight ? (size_t)4 * k : 0) + (size_t)k / 16 * sizeof(float);
+    uint2 *xs2 = (uint2 *)((char *)smem + (a_bytes + 15) / 16 * 16);
+    float *xsum2 = (float *)(xs2 + S / 4);
+    float *row = (float *)((char *)xs2 + ((size_t)S * 2 + S / 16 * sizeof(float) + 15) / 16 * 16);
+    uint32_t *down_s = (uint32_t *)(row + k);               // [d_tiles][UD][8]
+    uint8_t *down_z = (uint8_t *)(down_s + p.d_tiles * UD * 8); // the same, AWQ
+
+    // phase 1: warp w's n-tile of gate (w < HT) or up
+    const qmma_matrix m1 = warp < HT ? p.gate : p.up;
+    const int j1 = HT * blk + warp % HT;
+    const uint4 *q1 = m1.q + (size_t)j1 * p.units1 * 32 + lane;
+    const int nb1 = (p.units1 + B - 1) / B;
+    // phase 2: down's units [UD blk, UD blk + UD) of n-tiles warp, warp + W, ...
+    const size_t stride2 = (size_t)p.units2 * 32;
+    const uint4 *q2 = p.down.q + (size_t)blk * UD * 32 + lane;
+    const int nb2 = ((p.d_tiles + W - 1) / W + P - 1) / P;
+    const int nb = nb1 + nb2;
+
+    uint4 cur[B], nxt[B];
+    auto load = [&](uint4(&buf)[B], int i) {
+        if (i < nb1) {
+            load_units<B, 1>(buf, q1, i * B, p.units1);
+            return;
+        }
+        if (i >= nb)
+            return;
+#pragma unroll
+        for (int pp = 0; pp < P; pp++) {
+            const int jd = warp + ((i - nb1) * P + pp) * W;
+            if (jd >= p.d_tiles)
+                break;
+#pragma unroll
+            for (int ul = 0; ul < UD; ul++)
+                buf[pp * UD + ul] = load_weights16(q2 + jd * stride2 + ul * 32);
+        }
+    };
+    // the weights are never written by a kernel: the format's early batches
+    // (as the GEMV's) go out before the PDL wait
+    constexpr int EARLY = FMT == FMT_AWQ4 ? QMMA_EARLY_BATCHES_AWQ : QMMA_EARLY_BATCHES_INT8;
+    load(cur, 0);
+    if (EARLY >= 2)
+        load(nxt, 1);
+    // down's group data of the slice (never written either) into shared
+    // memory: unit ul of n-tile jd's 8 scale pairs (and zero bytes) of its group
+    for (int e = threadIdx.x; e < p.d_tiles * UD; e += 32 * W) {
+        const int jd = e / UD, ul = e % UD;
+        const size_t at = ((size_t)jd * p.groups2 + (blk * UD + ul) * UT / p.group_tiles) * 8;
+        orin_cu_cp_async16(orin_cu_smem_addr(down_s + e * 8), p.down.s + at);
+        orin_cu_cp_async16(orin_cu_smem_addr(down_s + e * 8 + 4), p.down.s + at + 4);
+        if (FMT == FMT_AWQ4)
+            orin_cu_cp_async8(orin_cu_smem_addr(down_z + e * 8), p.down.z + at);
+    }
+    orin_cu_cp_async_commit();
+    // gate/up's group entries (never written either): the first PRELOAD a
+    // thread before the wait, as the GEMV's
+    const uint32_t *s0 = p.gate.s + (size_t)HT * blk * ng, *s1 = p.up.s + (size_t)HT * blk * ng;
+    const uint8_t *z0 = p.gate.z + (size_t)HT * blk * ng, *z1 = p.up.z + (size_t)HT * blk * ng;
+    const int n_entries = 2 * HT * ng, half = HT * ng;
+    constexpr int PRELOAD = 4, THREADS = 32 * W;
+    uint32_t pair[PRELOAD], zb[PRELOAD];
+#pragma unroll
+    for (int r = 0; r < PRELOAD; r++) {
+        const int i = threadIdx.x + r * THREADS;
+        const bool in = i < n_entries;
+        pair[r] = in ? (i < half ? s0[i] : s1[i - half]) : 0;
+        zb[r] = FMT == FMT_AWQ4 && in ? (i < half ? z0[i] : z1[i - half]) : 0;
+    }
+    const gemv_norm<T> np = {(const T *)p.norm_residual, (const T *)p.norm_weight,
+                             (T *)p.norm_x_out, p.norm_eps, nullptr};
+    if (p.norm_weight)
+        gemv_norm_fetch_weight<T>(np, k, hs + k);
+    const qmma_staging<T, FMT, SPAN1> staging = {(uint2 *)xs, xsum1};
+    orin_cu_allow_next();
+    orin_cu_wait_prior(); // the previous kernel wrote x (and the residual)
+    if (p.norm_weight)
+        gemv_norm_row<T, 2>(np, (const T *)p.x, k, hs, hs + k, scratch, staging);
+    else
+        qmma_stage_x(staging, (const uint4 *)p.x, k, THREADS);
+#pragma unroll
+    for (int r = 0; r < PRELOAD; r++) {
+        const int i = threadIdx.x + r * THREADS;
+        if (i < n_entries)
+            groups[i] = make_lane_group<T, FMT>(pair[r], zb[r]);
+    }
+    for (int i = threadIdx.x + PRELOAD * THREADS; i < n_entries; i += THREADS)
+        groups[i] = make_lane_group<T, FMT>(i < half ? s0[i] : s1[i - half],
+                                            FMT == FMT_AWQ4 ? (i < half ? z0[i] : z1[i - half]) : 0);
+    __syncthreads();
+    if (EARLY < 2)
+        load(nxt, 1);
+
+    qmma_lane st = {};
+    st.gi = 0;
+    st.left = p.group_tiles;
+    st.span_sum = xsum1;
+    const lane_group *my_groups = groups + warp * ng;
+    const qmma_staging<T, FMT, UT> staging2 = {xs2, xsum2};
+
+    // gate/up's sums to shared memory, the SwiGLU into down's x
+    auto swiglu = [&]() {
+        orin_cu_cp_async_wait<0>(); // down's group data (this thread's copies)
+        if (t == 0) {
+            red[warp][g] = st.tot[0];
+            red[warp][g + 8] = st.tot[1];
+        }
+        __syncthreads();
+        if (threadIdx.x < S / 8) { // warp 0: a span's chunks meet by shuffles
+            float v[8];
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                const int i = 8 * threadIdx.x + e;
+                const float gate = orin_cu_f32(orin_cu_from_f32<T>(red[i / 16][i % 16]));
+                const float up = orin_cu_f32(orin_cu_from_f32<T>(red[HT + i / 16][i % 16]));
+                v[e] = gate / (1.0f + expf(-gate)) * up;
+            }
+            staging2((int)threadIdx.x, v);
+        }
+        __syncthreads();
+    };
+    // down's batch: P n-tiles of UD units each, one span a unit
+    auto down = [&](const uint4(&raw)[B], int i) {
+#pragma unroll
+        for (int pp = 0; pp < P; pp++) {
+            const int jd = warp + ((i - nb1) * P + pp) * W;
+            if (jd >= p.d_tiles)
+                break;
+            float tot0 = 0.0f, tot1 = 0.0f;
+#pragma unroll
+            for (int ul = 0; ul < UD; ul++) {
+                const int e = pp * UD + ul;
+                uint2 xv[UT];
+                load_x<FMT>((const uint4 *)xs2, ul, t, xv);
+                float acc[2][4] = {};
+                const uint32_t w[4] = {raw[e].x, raw[e].y, raw[e].z, raw[e].w};
+#pragma unroll
+                for (int tt = 0; tt < UT; tt++) {
+                    uint32_t a[4];
+                    tile_fragments<T, FMT>(w, tt, a);
+                    orin_cu_mma16816<T>(acc[tt & 1], a[0], a[1], a[2], a[3], xv[tt].x, xv[tt].y);
+                }
+                const int at = (jd * UD + ul) * 8 + g;
+                const lane_group lg =
+                    make_lane_group<T, FMT>(down_s[at], FMT == FMT_AWQ4 ? down_z[at] : 0u);
+                float off0 = 0.0f, off1 = 0.0f;
+                if constexpr (qmma_fold<T, FMT>::on) {
+                    off0 = lg.c0 * xsum2[ul];
+                    off1 = lg.c1 * xsum2[ul];
+                }
+                tot0 += fmaf(lg.s0, acc[0][0] + acc[1][0], off0);
+                tot1 += fmaf(lg.s1, acc[0][2] + acc[1][2], off1);
+            }
+            if (t == 0) {
+                row[16 * jd + g] = tot0;
+                row[16 * jd + g + 8] = tot1;
+            }
+        }
+    };
+    auto run = [&](const uint4(&raw)[B], int i) {
+        if (i < nb1) {
+            qmma_batch<T, FMT, SPAN1, B, FULL1>(raw, i * B, p.units1, (const uint4 *)xs,
+                                                my_groups, g, t, p.group_tiles, st);
+            return;
+        }
+        if (i == nb1)
+            swiglu();
+        down(raw, i);
+    };
+    for (int i = 0; i < nb; i += 2) {
+        run(cur, i);
+        load(cur, i + 2);
+        if (i + 1 >= nb)
+            break;
+        run(nxt, i + 1);
+        load(nxt, i + 3);
+    }
+    __syncthreads();
+    // the partial row into the accumulator, 16 bytes a reduction
+    for (int i = threadIdx.x; i < k / 4; i += THREADS) {
+        const float4 v = reinterpret_cast<const float4 *>(row)[i];
+        orin_cu_red_add_v4(p.acc + 4 * i, v);
+    }
 }
 
 // ---- dequantizing a slice (prefill) ---------------------------------------------------
@@ -742,14 +1005,18 @@ template <typename T> static int allow_smem_all(const char *label)
            allow_smem<T, FMT_INT8, QMMA_SWIGLU>(label);
 }
 
+static int qmma_mlp_allow_smem(const char *label);
+
 // Lets every GEMV instantiation take QMMA_SMEM_MAX of dynamic shared memory
-// (beyond the default 48 KiB); once a process, from prepare.
+// (beyond the default 48 KiB), and the MLP's QMMA_MLP_SMEM_MAX; once a
+// process, from prepare.
 static int qmma_allow_smem(const char *label)
 {
     static int done = 0;
     if (done)
         return 0;
-    if ((allow_smem_all<__half>(label) | allow_smem_all<__nv_bfloat16>(label)) != 0)
+    if ((allow_smem_all<__half>(label) | allow_smem_all<__nv_bfloat16>(label) |
+         qmma_mlp_allow_smem(label)) != 0)
         return -1;
     done = 1;
     return 0;
@@ -1012,6 +1279,7 @@ static int tiles_gemv(const orin_exec *ex, const quant_call *c, const qmma_part 
         p.norm_weight = norm->weight.data;
         p.norm_x_out = norm->x_out.data;
         p.norm_eps = norm->eps;
+        p.norm_residual_f32 = norm->residual.data && norm->residual.dtype == ORIN_F32;
     }
     p.units = (int)(c->in / (c->fmt == FMT_AWQ4 ? tiles_of<FMT_AWQ4>::UNIT_K
                                                 : tiles_of<FMT_INT8>::UNIT_K));
@@ -1284,6 +1552,293 @@ extern "C" size_t cuda_matmul_swiglu_quant_workspace_size(const void *args)
         return 0;
     return cuda_norm_in_bytes(&a->norm, &a->x) + swiglu_quant_up_bytes(a) +
            quant_workspace_of(a->x, a->out);
+}
+
+// ---- matmul.mlp.* ----------------------------------------------------------------
+//
+// Decode (one row, the three weights in tiles, a slice rule that fits): one
+// launch of qmma_mlp_kernel. Otherwise the sequence it stands for: the
+// SwiGLU's product into the workspace, down's into the workspace after it,
+// then acc += that row.
+
+// acc [n] += y [n] (the sequence's last step). Launch: a thread a value.
+template <typename T>
+__global__ void acc_add_kernel(float *__restrict__ acc, const T *__restrict__ y, int64_t n)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        acc[i] += orin_cu_f32(y[i]);
+}
+
+// Shared memory a block of qmma_mlp_kernel may take (the attribute every
+// instantiation gets once a process).
+#define QMMA_MLP_SMEM_MAX ((size_t)160 << 10)
+
+// The warps W of qmma_mlp_kernel's blocks for f intermediate values (a block
+// a slice of 8 W), or 0 where none fits: slices of whole units of down (AWQ:
+// W 8 or 16; int8: 8, 12 or 16) dividing f; of those the one whose busiest
+// SM has the fewest intermediate values to stream (ceil(blocks / SMs)
+// slices of 8 W), ties to the larger slice (fewer blocks adding into acc).
+// ORIN_QMMA_MLP, a measuring aid read once: 0 never (the sequence), or the
+// W to take where it fits.
+static int qmma_mlp_warps(const orin_exec *ex, quant_fmt fmt, int64_t f)
+{
+    static const char *env = getenv("ORIN_QMMA_MLP");
+    const int unit_k = fmt == FMT_AWQ4 ? tiles_of<FMT_AWQ4>::UNIT_K : tiles_of<FMT_INT8>::UNIT_K;
+    const int sms = orin_cu_sm_count(ex), forced = env && *env ? atoi(env) : -1;
+    int best = 0;
+    int64_t best_cost = 0;
+    for (int w = 8; w <= 16; w += 4) {
+        const int s = 8 * w;
+        if (s % unit_k != 0 || f % s != 0 || (forced >= 0 && w != forced))
+            continue;
+        const int64_t blocks = f / s, cost = (blocks + sms - 1) / sms * s;
+        if (!best || cost <= best_cost) {
+            best = w;
+            best_cost = cost;
+        }
+    }
+    return best;
+}
+
+struct qmma_mlp_call {
+    int warps, span1;
+    size_t smem;
+};
+
+// Whether the call runs as qmma_mlp_kernel, and its shape.
+static bool qmma_mlp_fits(const orin_exec *ex, const orin_matmul_mlp_quant_args *a,
+                          const quant_call *c, int64_t f, qmma_mlp_call *k)
+{
+    const orin_qweight *w[3] = {&a->w_gate, &a->w_up, &a->w_down};
+    const int ut = c->fmt == FMT_AWQ4 ? tiles_of<FMT_AWQ4>::UNIT_TILES
+                                      : tiles_of<FMT_INT8>::UNIT_TILES;
+    const int32_t group = a->w_gate.group_size;
+    if (c->n != 1 || !orin_cu_aligned16(a->x.data) || !orin_cu_aligned16(a->acc.data) ||
+        (a->norm.weight.data && !cuda_norm_in_folds(&a->norm, &a->x)))
+        return false;
+    for (int i = 0; i < 3; i++)
+        if (w[i]->layout != LAYOUT_TILES || w[i]->group_size != group)
+            return false;
+    const int unit_k = 16 * ut, group_tiles = group / 16;
+    if (group_tiles % ut != 0 || c->in / unit_k % QMMA_MLP_BATCH != 0)
+        return false;
+    k->warps = qmma_mlp_warps(ex, c->fmt, f);
+    if (!k->warps)
+        return false;
+    k->span1 = group_tiles % 8 == 0 ? 8 : ut;
+    k->smem = qmma_mlp_smem_bytes(c->in, c->in / group, k->warps / 2, 8 * k->warps,
+                                  8 * k->warps / unit_k, a->norm.weight.data != NULL);
+    return k->smem <= QMMA_MLP_SMEM_MAX;
+}
+
+template <typename T, int FMT, int W>
+static void launch_qmma_mlp_warps(const orin_exec *ex, const qmma_mlp_params &p, int span1,
+                                  unsigned blocks, size_t smem)
+{
+    if constexpr (qmma_mlp_shape<T, FMT, W>::valid) {
+        constexpr int UT = tiles_of<FMT>::UNIT_TILES;
+        orin_cu_launch(ex, true,
+                       span1 == 8 ? qmma_mlp_kernel<T, FMT, 8, W, true>
+                                  : qmma_mlp_kernel<T, FMT, UT, W, true>,
+                       dim3(blocks), dim3(32 * W), smem, p);
+    }
+}
+
+template <typename T, int FMT>
+static void launch_qmma_mlp(const orin_exec *ex, const qmma_mlp_params &p,
+                            const qmma_mlp_call &k, unsigned blocks)
+{
+    if (k.warps == 8)
+        launch_qmma_mlp_warps<T, FMT, 8>(ex, p, k.span1, blocks, k.smem);
+    else if (k.warps == 12)
+        launch_qmma_mlp_warps<T, FMT, 12>(ex, p, k.span1, blocks, k.smem);
+    else
+        launch_qmma_mlp_warps<T, FMT, 16>(ex, p, k.span1, blocks, k.smem);
+}
+
+template <typename T, int FMT, int W> static int allow_mlp_smem_warps(const char *label)
+{
+    if constexpr (!qmma_mlp_shape<T, FMT, W>::valid) {
+        return 0;
+    } else {
+        constexpr int UT = tiles_of<FMT>::UNIT_TILES;
+        const void *kernels[] = {(const void *)qmma_mlp_kernel<T, FMT, 8, W, true>,
+                                 (const void *)qmma_mlp_kernel<T, FMT, UT, W, true>};
+        for (size_t i = 0; i < 2; i++)
+            if (orin_cu_call(label, "shared memory of the quantized MLP",
+                             cudaFuncSetAttribute(kernels[i],
+                                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                  (int)QMMA_MLP_SMEM_MAX)) != 0)
+                return -1;
+        return 0;
+    }
+}
+
+template <typename T, int FMT> static int allow_mlp_smem(const char *label)
+{
+    return allow_mlp_smem_warps<T, FMT, 8>(label) | allow_mlp_smem_warps<T, FMT, 12>(label) |
+           allow_mlp_smem_warps<T, FMT, 16>(label);
+}
+
+static int qmma_mlp_allow_smem(const char *label)
+{
+    return allow_mlp_smem<__half, FMT_AWQ4>(label) | allow_mlp_smem<__half, FMT_INT8>(label) |
+           allow_mlp_smem<__nv_bfloat16, FMT_AWQ4>(label) |
+           allow_mlp_smem<__nv_bfloat16, FMT_INT8>(label);
+}
+
+static int qmma_mlp_launch(const orin_exec *ex, const orin_matmul_mlp_quant_args *a,
+                           const quant_call *c, int64_t f, const qmma_mlp_call &k)
+{
+    const int ut = c->fmt == FMT_AWQ4 ? tiles_of<FMT_AWQ4>::UNIT_TILES
+                                      : tiles_of<FMT_INT8>::UNIT_TILES;
+    const int unit_k = 16 * ut, group = a->w_gate.group_size;
+    const orin_qweight *w[3] = {&a->w_gate, &a->w_up, &a->w_down};
+    qmma_mlp_params p = {};
+    qmma_matrix *m[3] = {&p.gate, &p.up, &p.down};
+    for (int i = 0; i < 3; i++)
+        *m[i] = (qmma_matrix){.q = (const uint4 *)w[i]->qweight.data,
+                              .s = (const uint32_t *)w[i]->scales.data,
+                              .z = (const uint8_t *)w[i]->zeros.data,
+                              .bias = NULL,
+                              .y = NULL};
+    p.x = a->x.data;
+    if (a->norm.weight.data) {
+        p.norm_residual = a->norm.residual.data;
+        p.norm_weight = a->norm.weight.data;
+        p.norm_x_out = a->norm.x_out.data;
+        p.norm_eps = a->norm.eps;
+    }
+    p.acc = (float *)a->acc.data;
+    p.units1 = (int)(c->in / unit_k);
+    p.groups1 = (int)(c->in / group);
+    p.units2 = (int)(f / unit_k);
+    p.groups2 = (int)(f / group);
+    p.group_tiles = group / 16;
+    p.d_tiles = (int)(c->in / 16);
+    const unsigned blocks = (unsigned)(f / (8 * k.warps));
+    if (c->dt == ORIN_F16)
+        c->fmt == FMT_AWQ4 ? launch_qmma_mlp<__half, FMT_AWQ4>(ex, p, k, blocks)
+                           : launch_qmma_mlp<__half, FMT_INT8>(ex, p, k, blocks);
+    else
+        c->fmt == FMT_AWQ4 ? launch_qmma_mlp<__nv_bfloat16, FMT_AWQ4>(ex, p, k, blocks)
+                           : launch_qmma_mlp<__nv_bfloat16, FMT_INT8>(ex, p, k, blocks);
+    return orin_cu_launched(c->label, c->dt, "MLP on tiles: x [1, %lld], f %lld, %u blocks of "
+                            "%d warps, group %d", (long long)c->in, (long long)f, blocks,
+                            k.warps, group);
+}
+
+static size_t aligned_bytes(size_t b) { return (b + SLICE_ALIGN - 1) / SLICE_ALIGN * SLICE_ALIGN; }
+
+// The sequence's scratch: the SwiGLU's row [n, f] and down's [n, d].
+static void mlp_scratch_shapes(const orin_matmul_mlp_quant_args *a, int64_t f, int64_t hd[2],
+                               int64_t yd[2])
+{
+    hd[0] = yd[0] = a->x.shape[0];
+    hd[1] = f;
+    yd[1] = a->x.shape[1];
+}
+
+static int64_t mlp_width(const orin_matmul_mlp_quant_args *a, quant_fmt fmt)
+{
+    return a->w_down.qweight.shape[fmt == FMT_AWQ4 ? 0 : 1];
+}
+
+static int matmul_mlp_quant(const orin_exec *ex, const orin_matmul_mlp_quant_args *a,
+                            quant_fmt fmt, orin_dtype dt, const char *label)
+{
+    if (orin_check_matmul_mlp_quant(label, ex, a, weight_format(fmt), CUDA, dt))
+        return -1;
+    const int64_t f = mlp_width(a, fmt);
+    quant_call c = quant_call_of(label, fmt, dt, &a->x, &a->x);
+    if (check_dtype_and_dims(&c))
+        return -1;
+    qmma_mlp_call k;
+    if (qmma_mlp_fits(ex, a, &c, f, &k))
+        return qmma_mlp_launch(ex, a, &c, f, k);
+    int64_t hd[2], yd[2];
+    mlp_scratch_shapes(a, f, hd, yd);
+    const size_t elem = orin_dtype_size(dt);
+    const size_t h_bytes = aligned_bytes((size_t)(hd[0] * hd[1]) * elem);
+    const size_t y_bytes = aligned_bytes((size_t)(yd[0] * yd[1]) * elem);
+    if (!ex->workspace || ex->workspace_size < h_bytes + y_bytes)
+        return orin_error_set("%s: workspace of %zu bytes, %zu needed", label,
+                              ex->workspace_size, h_bytes + y_bytes);
+    const orin_tensor h = orin_tensor_make(ex->workspace, dt, CUDA, 2, hd);
+    const orin_tensor y = orin_tensor_make((char *)ex->workspace + h_bytes, dt, CUDA, 2, yd);
+    orin_exec rest = *ex;
+    rest.workspace = (char *)ex->workspace + h_bytes + y_bytes;
+    rest.workspace_size = ex->workspace_size - h_bytes - y_bytes;
+    const orin_matmul_swiglu_quant_args sw = {.x = a->x, .norm = a->norm, .w_gate = a->w_gate,
+                                              .w_up = a->w_up, .out = h};
+    const orin_matmul_quant_args dn = {.x = h, .w = a->w_down, .bias = {}, .y = y};
+    const quant_call cd = quant_call_of(label, fmt, dt, &h, &y);
+    if (matmul_swiglu_quant(&rest, &sw, fmt, dt, label) != 0 || run_matmul_quant(&rest, &dn, &cd))
+        return -1;
+    const int64_t n = yd[0] * yd[1];
+    ORIN_CU_DISPATCH(dt, label, T,
+                     (acc_add_kernel<T><<<grid_for(ex, n), GEMV_THREADS, 0, orin_cu_stream(ex)>>>(
+                         (float *)a->acc.data, (const T *)y.data, n)));
+    return orin_cu_launched(label, dt, "acc += down's row, [%lld, %lld]", (long long)yd[0],
+                            (long long)yd[1]);
+}
+
+// Declines every call under ORIN_QMMA_MLP=0 (a measuring aid: the model then
+// runs matmul.swiglu.* and down as before).
+extern "C" bool cuda_matmul_mlp_supports(const void *args, char *why, size_t why_cap)
+{
+    (void)args;
+    const char *env = getenv("ORIN_QMMA_MLP");
+    if (env && strcmp(env, "0") == 0) {
+        snprintf(why, why_cap, "ORIN_QMMA_MLP=0");
+        return false;
+    }
+    return true;
+}
+
+extern "C" int cuda_matmul_mlp_awq4(const orin_exec *ex, const orin_matmul_mlp_quant_args *a,
+                                    orin_dtype dt)
+{
+    return matmul_mlp_quant(ex, a, FMT_AWQ4, dt, "matmul.mlp.awq4 (common)");
+}
+
+extern "C" int cuda_matmul_mlp_int8(const orin_exec *ex, const orin_matmul_mlp_quant_args *a,
+                                    orin_dtype dt)
+{
+    return matmul_mlp_quant(ex, a, FMT_INT8, dt, "matmul.mlp.int8 (common)");
+}
+
+// The sequence's two rows, then the larger of its two steps' workspaces.
+template <quant_fmt FMT> static size_t mlp_quant_workspace_size(const void *args)
+{
+    const orin_matmul_mlp_quant_args *a = (const orin_matmul_mlp_quant_args *)args;
+    if (!a || a->x.ndim != 2 || a->w_down.qweight.ndim != 2)
+        return 0;
+    int64_t hd[2], yd[2];
+    mlp_scratch_shapes(a, mlp_width(a, FMT), hd, yd);
+    const size_t elem = orin_dtype_size(a->x.dtype);
+    const orin_tensor h = orin_tensor_make(NULL, a->x.dtype, CUDA, 2, hd);
+    const orin_tensor y = orin_tensor_make(NULL, a->x.dtype, CUDA, 2, yd);
+    orin_matmul_swiglu_quant_args sw = {};
+    sw.x = a->x;
+    sw.norm = a->norm;
+    sw.out = h;
+    const size_t sw_bytes = cuda_matmul_swiglu_quant_workspace_size(&sw);
+    const size_t dn_bytes = quant_workspace_of(h, y);
+    return aligned_bytes((size_t)(hd[0] * hd[1]) * elem) +
+           aligned_bytes((size_t)(yd[0] * yd[1]) * elem) +
+           (sw_bytes > dn_bytes ? sw_bytes : dn_bytes);
+}
+
+extern "C" size_t cuda_matmul_mlp_awq4_workspace_size(const void *args)
+{
+    return mlp_quant_workspace_size<FMT_AWQ4>(args);
+}
+
+extern "C" size_t cuda_matmul_mlp_int8_workspace_size(const void *args)
+{
+    return mlp_quant_workspace_size<FMT_INT8>(args);
 }
 
 // ---- prepare ------------------------------------------------------------------------
