@@ -562,21 +562,15 @@ struct qmma_mlp_params {
     int d_tiles;             // down's n-tiles (d / 16)
 };
 
-// A block of W warps: KS warps on each gate/up n-tile (its k split in KS),
-// batches of B loads a warp (two in flight: 8 units, AWQ 32 k-tiles and int8
-// 16; 4 where 24 warps leave 85 registers a thread), a slice of 16 W / (2 KS)
-// intermediate values.
-__host__ __device__ constexpr int qmma_mlp_ks(int w) { return w == 24 ? 2 : 1; }
-__host__ __device__ constexpr int qmma_mlp_batch(int w) { return w >= 24 ? 4 : 8; }
-__host__ __device__ constexpr int qmma_mlp_slice(int w) { return 16 * (w / (2 * qmma_mlp_ks(w))); }
+// Loads a warp's batch buffer holds (8 units: AWQ 32 k-tiles, int8 16).
+#define QMMA_MLP_BATCH 8
 
 template <typename T, int FMT, int W> struct qmma_mlp_shape {
     static constexpr int UT = tiles_of<FMT>::UNIT_TILES, UK = tiles_of<FMT>::UNIT_K;
-    static constexpr int KS = qmma_mlp_ks(W);
-    static constexpr int S = qmma_mlp_slice(W); // intermediate values a block
+    static constexpr int S = 8 * W;             // intermediate values a block
     static constexpr int HT = S / 16;           // gate (and up) n-tiles a block
     static constexpr int UD = S / UK;           // down's units a block's slice
-    static constexpr int B = qmma_mlp_batch(W);
+    static constexpr int B = QMMA_MLP_BATCH;
     static constexpr int P = UD > 0 ? B / UD : 1; // down's n-tiles a batch
     static constexpr bool valid = S % UK == 0 && UD >= 1 && UD <= B;
 };
@@ -600,7 +594,7 @@ __global__ void __launch_bounds__(32 * W, W <= 8 ? 2 : 1) qmma_mlp_kernel(qmma_m
 {
     using shape = qmma_mlp_shape<T, FMT, W>;
     constexpr int UT = shape::UT, S = shape::S, HT = shape::HT, UD = shape::UD;
-    constexpr int B = shape::B, P = shape::P, KS = shape::KS;
+    constexpr int B = shape::B, P = shape::P;
     static_assert(shape::valid, "a block's slice is whole units of down");
     extern __shared__ uint4 smem[];
     __shared__ float red[W][16];
@@ -624,13 +618,11 @@ __global__ void __launch_bounds__(32 * W, W <= 8 ? 2 : 1) qmma_mlp_kernel(qmma_m
     uint32_t *down_s = (uint32_t *)(row + k);               // [d_tiles][UD][8]
     uint8_t *down_z = (uint8_t *)(down_s + p.d_tiles * UD * 8); // the same, AWQ
 
-    // phase 1: warp w's part (w % KS) of n-tile tw = w / KS, of gate (tw < HT)
-    // or up: units [u01, u01 + per1)
-    const int tw = warp / KS, per1 = p.units1 / KS, u01 = warp % KS * per1;
-    const qmma_matrix m1 = tw < HT ? p.gate : p.up;
-    const int j1 = HT * blk + tw % HT;
+    // phase 1: warp w's n-tile of gate (w < HT) or up
+    const qmma_matrix m1 = warp < HT ? p.gate : p.up;
+    const int j1 = HT * blk + warp % HT;
     const uint4 *q1 = m1.q + (size_t)j1 * p.units1 * 32 + lane;
-    const int nb1 = per1 / B; // whole batches (qmma_mlp_fits)
+    const int nb1 = (p.units1 + B - 1) / B;
     // phase 2: down's units [UD blk, UD blk + UD) of n-tiles warp, warp + W, ...
     const size_t stride2 = (size_t)p.units2 * 32;
     const uint4 *q2 = p.down.q + (size_t)blk * UD * 32 + lane;
@@ -640,7 +632,7 @@ __global__ void __launch_bounds__(32 * W, W <= 8 ? 2 : 1) qmma_mlp_kernel(qmma_m
     uint4 cur[B], nxt[B];
     auto load = [&](uint4(&buf)[B], int i) {
         if (i < nb1) {
-            load_units<B, 1>(buf, q1, u01 + i * B, u01 + per1);
+            load_units<B, 1>(buf, q1, i * B, p.units1);
             return;
         }
         if (i >= nb)
@@ -711,10 +703,10 @@ __global__ void __launch_bounds__(32 * W, W <= 8 ? 2 : 1) qmma_mlp_kernel(qmma_m
         load(nxt, 1);
 
     qmma_lane st = {};
-    st.gi = u01 * UT / p.group_tiles;
-    st.left = p.group_tiles - u01 * UT % p.group_tiles;
-    st.span_sum = xsum1 + u01 * UT / SPAN1;
-    const lane_group *my_groups = groups + tw * ng;
+    st.gi = 0;
+    st.left = p.group_tiles;
+    st.span_sum = xsum1;
+    const lane_group *my_groups = groups + warp * ng;
     const qmma_staging<T, FMT, UT> staging2 = {xs2, xsum2};
 
     // gate/up's sums to shared memory, the SwiGLU into down's x
@@ -730,14 +722,8 @@ __global__ void __launch_bounds__(32 * W, W <= 8 ? 2 : 1) qmma_mlp_kernel(qmma_m
 #pragma unroll
             for (int e = 0; e < 8; e++) {
                 const int i = 8 * threadIdx.x + e;
-                float gate = 0.0f, up = 0.0f;
-#pragma unroll
-                for (int part = 0; part < KS; part++) {
-                    gate += red[i / 16 * KS + part][i % 16];
-                    up += red[(HT + i / 16) * KS + part][i % 16];
-                }
-                gate = orin_cu_f32(orin_cu_from_f32<T>(gate)); // rounded as stored
-                up = orin_cu_f32(orin_cu_from_f32<T>(up));
+                const float gate = orin_cu_f32(orin_cu_from_f32<T>(red[i / 16][i % 16]));
+                const float up = orin_cu_f32(orin_cu_from_f32<T>(red[HT + i / 16][i % 16]));
                 v[e] = gate / (1.0f + expf(-gate)) * up;
             }
             staging2((int)threadIdx.x, v);
@@ -784,7 +770,7 @@ __global__ void __launch_bounds__(32 * W, W <= 8 ? 2 : 1) qmma_mlp_kernel(qmma_m
     };
     auto run = [&](const uint4(&raw)[B], int i) {
         if (i < nb1) {
-            qmma_batch<T, FMT, SPAN1, B, FULL1>(raw, u01 + i * B, u01 + per1, (const uint4 *)xs,
+            qmma_batch<T, FMT, SPAN1, B, FULL1>(raw, i * B, p.units1, (const uint4 *)xs,
                                                 my_groups, g, t, p.group_tiles, st);
             return;
         }
@@ -1602,8 +1588,8 @@ static int qmma_mlp_warps(const orin_exec *ex, quant_fmt fmt, int64_t f)
     const int sms = orin_cu_sm_count(ex), forced = env && *env ? atoi(env) : -1;
     int best = 0;
     int64_t best_cost = 0;
-    for (int w = 8; w <= 24; w += w < 16 ? 4 : 8) { // 8, 12, 16, 24
-        const int s = qmma_mlp_slice(w);
+    for (int w = 8; w <= 16; w += 4) {
+        const int s = 8 * w;
         if (s % unit_k != 0 || f % s != 0 || (forced >= 0 && w != forced))
             continue;
         const int64_t blocks = f / s, cost = (blocks + sms - 1) / sms * s;
@@ -1624,7 +1610,7 @@ struct qmma_mlp_call {
 static bool qmma_mlp_fits(const orin_exec *ex, const orin_matmul_mlp_quant_args *a,
                           const quant_call *c, int64_t f, qmma_mlp_call *k)
 {
-    const orin_qweight *mats[3] = {&a->w_gate, &a->w_up, &a->w_down};
+    const orin_qweight *w[3] = {&a->w_gate, &a->w_up, &a->w_down};
     const int ut = c->fmt == FMT_AWQ4 ? tiles_of<FMT_AWQ4>::UNIT_TILES
                                       : tiles_of<FMT_INT8>::UNIT_TILES;
     const int32_t group = a->w_gate.group_size;
@@ -1632,19 +1618,17 @@ static bool qmma_mlp_fits(const orin_exec *ex, const orin_matmul_mlp_quant_args 
         (a->norm.weight.data && !cuda_norm_in_folds(&a->norm, &a->x)))
         return false;
     for (int i = 0; i < 3; i++)
-        if (mats[i]->layout != LAYOUT_TILES || mats[i]->group_size != group)
+        if (w[i]->layout != LAYOUT_TILES || w[i]->group_size != group)
             return false;
     const int unit_k = 16 * ut, group_tiles = group / 16;
+    if (group_tiles % ut != 0 || c->in / unit_k % QMMA_MLP_BATCH != 0)
+        return false;
     k->warps = qmma_mlp_warps(ex, c->fmt, f);
-    const int w = k->warps, s = qmma_mlp_slice(w);
-    // each warp's share of gate/up whole batches, and whole spans
-    if (!w || group_tiles % ut != 0 ||
-        c->in / unit_k % (qmma_mlp_ks(w) * qmma_mlp_batch(w)) != 0 ||
-        c->in / qmma_mlp_ks(w) % group != 0)
+    if (!k->warps)
         return false;
     k->span1 = group_tiles % 8 == 0 ? 8 : ut;
-    k->smem = qmma_mlp_smem_bytes(c->in, c->in / group, s / 16, s, s / unit_k,
-                                  a->norm.weight.data != NULL);
+    k->smem = qmma_mlp_smem_bytes(c->in, c->in / group, k->warps / 2, 8 * k->warps,
+                                  8 * k->warps / unit_k, a->norm.weight.data != NULL);
     return k->smem <= QMMA_MLP_SMEM_MAX;
 }
 
@@ -1669,10 +1653,8 @@ static void launch_qmma_mlp(const orin_exec *ex, const qmma_mlp_params &p,
         launch_qmma_mlp_warps<T, FMT, 8>(ex, p, k.span1, blocks, k.smem);
     else if (k.warps == 12)
         launch_qmma_mlp_warps<T, FMT, 12>(ex, p, k.span1, blocks, k.smem);
-    else if (k.warps == 16)
-        launch_qmma_mlp_warps<T, FMT, 16>(ex, p, k.span1, blocks, k.smem);
     else
-        launch_qmma_mlp_warps<T, FMT, 24>(ex, p, k.span1, blocks, k.smem);
+        launch_qmma_mlp_warps<T, FMT, 16>(ex, p, k.span1, blocks, k.smem);
 }
 
 template <typename T, int FMT, int W> static int allow_mlp_smem_warps(const char *label)
@@ -1696,7 +1678,7 @@ template <typename T, int FMT, int W> static int allow_mlp_smem_warps(const char
 template <typename T, int FMT> static int allow_mlp_smem(const char *label)
 {
     return allow_mlp_smem_warps<T, FMT, 8>(label) | allow_mlp_smem_warps<T, FMT, 12>(label) |
-           allow_mlp_smem_warps<T, FMT, 16>(label) | allow_mlp_smem_warps<T, FMT, 24>(label);
+           allow_mlp_smem_warps<T, FMT, 16>(label);
 }
 
 static int qmma_mlp_allow_smem(const char *label)
@@ -1735,7 +1717,7 @@ static int qmma_mlp_launch(const orin_exec *ex, const orin_matmul_mlp_quant_args
     p.groups2 = (int)(f / group);
     p.group_tiles = group / 16;
     p.d_tiles = (int)(c->in / 16);
-    const unsigned blocks = (unsigned)(f / qmma_mlp_slice(k.warps));
+    const unsigned blocks = (unsigned)(f / (8 * k.warps));
     if (c->dt == ORIN_F16)
         c->fmt == FMT_AWQ4 ? launch_qmma_mlp<__half, FMT_AWQ4>(ex, p, k, blocks)
                            : launch_qmma_mlp<__half, FMT_INT8>(ex, p, k, blocks);
