@@ -562,8 +562,10 @@ struct qmma_mlp_params {
     int d_tiles;             // down's n-tiles (d / 16)
 };
 
-// Loads a warp's batch buffer holds (8 units: AWQ 32 k-tiles, int8 16).
-#define QMMA_MLP_BATCH 8
+// Loads a warp's batch buffer holds (4 units: AWQ 16 k-tiles, int8 8; two in
+// flight, the GEMVs' 3-block depth, so that a block takes ~85 registers a
+// thread and the SM keeps room for the neighbouring kernels' blocks).
+#define QMMA_MLP_BATCH 4
 
 template <typename T, int FMT, int W> struct qmma_mlp_shape {
     static constexpr int UT = tiles_of<FMT>::UNIT_TILES, UK = tiles_of<FMT>::UNIT_K;
@@ -577,20 +579,18 @@ template <typename T, int FMT, int W> struct qmma_mlp_shape {
 
 // Shared memory: x [d] T, the gate/up entries [2 HT][groups1][8], the norm's
 // scratch [2 d] T (with a norm), the spans' sums of x [d / 16], down's x [S]
-// T and its units' sums [UD], the partial row [d] f32, down's packed group
-// data of the slice's units, scale pairs [d / 16][UD][8] and zero bytes the
-// same (AWQ).
-static size_t qmma_mlp_smem_bytes(int64_t d, int64_t groups1, int ht, int s, int ud, bool norm)
+// T and its units' sums [UD], then the partial row [d] f32, which with a
+// norm reuses its scratch (free once x is staged).
+static size_t qmma_mlp_smem_bytes(int64_t d, int64_t groups1, int ht, int s, bool norm)
 {
     const size_t a = (size_t)d * 2 + (size_t)(2 * ht) * (size_t)groups1 * 8 * sizeof(lane_group) +
                      (norm ? gemv_norm_smem(d, 2) : 0) + (size_t)d / 16 * sizeof(float);
     const size_t b = (size_t)s * 2 + (size_t)s / 16 * sizeof(float);
-    const size_t entries = (size_t)d / 16 * (size_t)ud * 8;
-    return (a + 15) / 16 * 16 + (b + 15) / 16 * 16 + (size_t)d * sizeof(float) + entries * 5;
+    return (a + 15) / 16 * 16 + (b + 15) / 16 * 16 + (norm ? 0 : (size_t)d * sizeof(float));
 }
 
 template <typename T, int FMT, int SPAN1, int W, bool FULL1>
-__global__ void __launch_bounds__(32 * W, W <= 8 ? 2 : 1) qmma_mlp_kernel(qmma_mlp_params p)
+__global__ void __launch_bounds__(32 * W, W <= 12 ? 2 : 1) qmma_mlp_kernel(qmma_mlp_params p)
 {
     using shape = qmma_mlp_shape<T, FMT, W>;
     constexpr int UT = shape::UT, S = shape::S, HT = shape::HT, UD = shape::UD;
@@ -614,9 +614,9 @@ __global__ void __launch_bounds__(32 * W, W <= 8 ? 2 : 1) qmma_mlp_kernel(qmma_m
                            (p.norm_weight ? (size_t)4 * k : 0) + (size_t)k / 16 * sizeof(float);
     uint2 *xs2 = (uint2 *)((char *)smem + (a_bytes + 15) / 16 * 16);
     float *xsum2 = (float *)(xs2 + S / 4);
-    float *row = (float *)((char *)xs2 + ((size_t)S * 2 + S / 16 * sizeof(float) + 15) / 16 * 16);
-    uint32_t *down_s = (uint32_t *)(row + k);               // [d_tiles][UD][8]
-    uint8_t *down_z = (uint8_t *)(down_s + p.d_tiles * UD * 8); // the same, AWQ
+    float *row = p.norm_weight ? (float *)hs // the norm's scratch, 4 d bytes
+                               : (float *)((char *)xs2 +
+                                           ((size_t)S * 2 + S / 16 * sizeof(float) + 15) / 16 * 16);
 
     // phase 1: warp w's n-tile of gate (w < HT) or up
     const qmma_matrix m1 = warp < HT ? p.gate : p.up;
@@ -630,7 +630,8 @@ __global__ void __launch_bounds__(32 * W, W <= 8 ? 2 : 1) qmma_mlp_kernel(qmma_m
     const int nb = nb1 + nb2;
 
     uint4 cur[B], nxt[B];
-    auto load = [&](uint4(&buf)[B], int i) {
+    uint32_t cur_s[B], nxt_s[B], cur_z[B], nxt_z[B]; // down's group data, with its weights
+    auto load = [&](uint4(&buf)[B], uint32_t(&bs)[B], uint32_t(&bz)[B], int i) {
         if (i < nb1) {
             load_units<B, 1>(buf, q1, i * B, p.units1);
             return;
@@ -643,27 +644,22 @@ __global__ void __launch_bounds__(32 * W, W <= 8 ? 2 : 1) qmma_mlp_kernel(qmma_m
             if (jd >= p.d_tiles)
                 break;
 #pragma unroll
-            for (int ul = 0; ul < UD; ul++)
-                buf[pp * UD + ul] = load_weights16(q2 + jd * stride2 + ul * 32);
+            for (int ul = 0; ul < UD; ul++) {
+                const int e = pp * UD + ul;
+                const size_t at =
+                    ((size_t)jd * p.groups2 + (blk * UD + ul) * UT / p.group_tiles) * 8 + g;
+                buf[e] = load_weights16(q2 + jd * stride2 + ul * 32);
+                bs[e] = p.down.s[at];
+                bz[e] = FMT == FMT_AWQ4 ? p.down.z[at] : 0u;
+            }
         }
     };
     // the weights are never written by a kernel: the format's early batches
     // (as the GEMV's) go out before the PDL wait
     constexpr int EARLY = FMT == FMT_AWQ4 ? QMMA_EARLY_BATCHES_AWQ : QMMA_EARLY_BATCHES_INT8;
-    load(cur, 0);
+    load(cur, cur_s, cur_z, 0);
     if (EARLY >= 2)
-        load(nxt, 1);
-    // down's group data of the slice (never written either) into shared
-    // memory: unit ul of n-tile jd's 8 scale pairs (and zero bytes) of its group
-    for (int e = threadIdx.x; e < p.d_tiles * UD; e += 32 * W) {
-        const int jd = e / UD, ul = e % UD;
-        const size_t at = ((size_t)jd * p.groups2 + (blk * UD + ul) * UT / p.group_tiles) * 8;
-        orin_cu_cp_async16(orin_cu_smem_addr(down_s + e * 8), p.down.s + at);
-        orin_cu_cp_async16(orin_cu_smem_addr(down_s + e * 8 + 4), p.down.s + at + 4);
-        if (FMT == FMT_AWQ4)
-            orin_cu_cp_async8(orin_cu_smem_addr(down_z + e * 8), p.down.z + at);
-    }
-    orin_cu_cp_async_commit();
+        load(nxt, nxt_s, nxt_z, 1);
     // gate/up's group entries (never written either): the first PRELOAD a
     // thread before the wait, as the GEMV's
     const uint32_t *s0 = p.gate.s + (size_t)HT * blk * ng, *s1 = p.up.s + (size_t)HT * blk * ng;
@@ -700,7 +696,7 @@ __global__ void __launch_bounds__(32 * W, W <= 8 ? 2 : 1) qmma_mlp_kernel(qmma_m
                                             FMT == FMT_AWQ4 ? (i < half ? z0[i] : z1[i - half]) : 0);
     __syncthreads();
     if (EARLY < 2)
-        load(nxt, 1);
+        load(nxt, nxt_s, nxt_z, 1);
 
     qmma_lane st = {};
     st.gi = 0;
@@ -711,7 +707,6 @@ __global__ void __launch_bounds__(32 * W, W <= 8 ? 2 : 1) qmma_mlp_kernel(qmma_m
 
     // gate/up's sums to shared memory, the SwiGLU into down's x
     auto swiglu = [&]() {
-        orin_cu_cp_async_wait<0>(); // down's group data (this thread's copies)
         if (t == 0) {
             red[warp][g] = st.tot[0];
             red[warp][g + 8] = st.tot[1];
@@ -731,7 +726,7 @@ __global__ void __launch_bounds__(32 * W, W <= 8 ? 2 : 1) qmma_mlp_kernel(qmma_m
         __syncthreads();
     };
     // down's batch: P n-tiles of UD units each, one span a unit
-    auto down = [&](const uint4(&raw)[B], int i) {
+    auto down = [&](const uint4(&raw)[B], const uint32_t(&bs)[B], const uint32_t(&bz)[B], int i) {
 #pragma unroll
         for (int pp = 0; pp < P; pp++) {
             const int jd = warp + ((i - nb1) * P + pp) * W;
@@ -751,9 +746,7 @@ __global__ void __launch_bounds__(32 * W, W <= 8 ? 2 : 1) qmma_mlp_kernel(qmma_m
                     tile_fragments<T, FMT>(w, tt, a);
                     orin_cu_mma16816<T>(acc[tt & 1], a[0], a[1], a[2], a[3], xv[tt].x, xv[tt].y);
                 }
-                const int at = (jd * UD + ul) * 8 + g;
-                const lane_group lg =
-                    make_lane_group<T, FMT>(down_s[at], FMT == FMT_AWQ4 ? down_z[at] : 0u);
+                const lane_group lg = make_lane_group<T, FMT>(bs[e], bz[e]);
                 float off0 = 0.0f, off1 = 0.0f;
                 if constexpr (qmma_fold<T, FMT>::on) {
                     off0 = lg.c0 * xsum2[ul];
@@ -768,7 +761,7 @@ __global__ void __launch_bounds__(32 * W, W <= 8 ? 2 : 1) qmma_mlp_kernel(qmma_m
             }
         }
     };
-    auto run = [&](const uint4(&raw)[B], int i) {
+    auto run = [&](const uint4(&raw)[B], const uint32_t(&bs)[B], const uint32_t(&bz)[B], int i) {
         if (i < nb1) {
             qmma_batch<T, FMT, SPAN1, B, FULL1>(raw, i * B, p.units1, (const uint4 *)xs,
                                                 my_groups, g, t, p.group_tiles, st);
@@ -776,15 +769,15 @@ __global__ void __launch_bounds__(32 * W, W <= 8 ? 2 : 1) qmma_mlp_kernel(qmma_m
         }
         if (i == nb1)
             swiglu();
-        down(raw, i);
+        down(raw, bs, bz, i);
     };
     for (int i = 0; i < nb; i += 2) {
-        run(cur, i);
-        load(cur, i + 2);
+        run(cur, cur_s, cur_z, i);
+        load(cur, cur_s, cur_z, i + 2);
         if (i + 1 >= nb)
             break;
-        run(nxt, i + 1);
-        load(nxt, i + 3);
+        run(nxt, nxt_s, nxt_z, i + 1);
+        load(nxt, nxt_s, nxt_z, i + 3);
     }
     __syncthreads();
     // the partial row into the accumulator, 16 bytes a reduction
@@ -1628,8 +1621,31 @@ static bool qmma_mlp_fits(const orin_exec *ex, const orin_matmul_mlp_quant_args 
         return false;
     k->span1 = group_tiles % 8 == 0 ? 8 : ut;
     k->smem = qmma_mlp_smem_bytes(c->in, c->in / group, k->warps / 2, 8 * k->warps,
-                                  8 * k->warps / unit_k, a->norm.weight.data != NULL);
+                                  a->norm.weight.data != NULL);
     return k->smem <= QMMA_MLP_SMEM_MAX;
+}
+
+// The shared-memory carveout (percent of an SM's largest) the MLP asks for:
+// one block and a neighbouring GEMV's (~32 KB) side by side. Left to itself
+// the driver sizes the split for the two blocks an SM the launch bounds
+// allow (149 KB for int8's: the 164 KB split), where the GEMVs and the
+// attention run in 132 KB, and an SM changes its split only when empty, so
+// the PDL overlap on both sides would be lost (bench/notes/fa2-decode.md,
+// twelfth session).
+static int qmma_mlp_carveout(size_t smem)
+{
+    static int max_smem = 0;
+    if (!max_smem) {
+        int dev = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) !=
+                cudaSuccess ||
+            max_smem <= 0)
+            max_smem = 228 << 10;
+    }
+    const size_t want = smem + ((size_t)32 << 10);
+    const int pct = (int)((100 * want + (size_t)max_smem - 1) / (size_t)max_smem);
+    return pct > 100 ? 100 : pct;
 }
 
 template <typename T, int FMT, int W>
@@ -1638,10 +1654,12 @@ static void launch_qmma_mlp_warps(const orin_exec *ex, const qmma_mlp_params &p,
 {
     if constexpr (qmma_mlp_shape<T, FMT, W>::valid) {
         constexpr int UT = tiles_of<FMT>::UNIT_TILES;
-        orin_cu_launch(ex, true,
-                       span1 == 8 ? qmma_mlp_kernel<T, FMT, 8, W, true>
-                                  : qmma_mlp_kernel<T, FMT, UT, W, true>,
-                       dim3(blocks), dim3(32 * W), smem, p);
+        void (*kernel)(qmma_mlp_params) = span1 == 8 ? qmma_mlp_kernel<T, FMT, 8, W, true>
+                                                     : qmma_mlp_kernel<T, FMT, UT, W, true>;
+        (void)cudaFuncSetAttribute((const void *)kernel,
+                                   cudaFuncAttributePreferredSharedMemoryCarveout,
+                                   qmma_mlp_carveout(smem));
+        orin_cu_launch(ex, true, kernel, dim3(blocks), dim3(32 * W), smem, p);
     }
 }
 
