@@ -153,13 +153,13 @@ static int bind_quant_ops(orin_model *m, const orin_model_options *opt)
 {
     const struct {
         orin_weight_format fmt;
-        const char *op, *qkv, *swiglu, *mlp;
+        const char *op, *qkv, *swiglu;
         const char *why;
     } table[] = {
         {ORIN_WEIGHT_AWQ4, ORIN_OP_MATMUL_AWQ4, ORIN_OP_MATMUL_QKV_AWQ4, ORIN_OP_MATMUL_SWIGLU_AWQ4,
-         ORIN_OP_MATMUL_MLP_AWQ4, "AWQ int4 weights (config.json's quantization_config)"},
+         "AWQ int4 weights (config.json's quantization_config)"},
         {ORIN_WEIGHT_INT8, ORIN_OP_MATMUL_INT8, ORIN_OP_MATMUL_QKV_INT8, ORIN_OP_MATMUL_SWIGLU_INT8,
-         ORIN_OP_MATMUL_MLP_INT8, "model.quant = int8"},
+         "model.quant = int8"},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         const orin_weight_format f = table[i].fmt;
@@ -176,12 +176,6 @@ static int bind_quant_ops(orin_model *m, const orin_model_options *opt)
                                                        m->dev->kind, m->dtype);
         m->op.matmul_swiglu_quant[f] = orin_registry_find(opt->registry, table[i].swiglu,
                                                           provider, m->dev->kind, m->dtype);
-        const orin_op_impl *mlp = orin_registry_find(opt->registry, table[i].mlp, provider,
-                                                     m->dev->kind, m->dtype);
-        char why[128];
-        const orin_matmul_mlp_quant_args probe = {0};
-        if (mlp && (!mlp->supports || mlp->supports(&probe, why, sizeof why)))
-            m->op.matmul_mlp_quant[f] = mlp;
     }
     return 0;
 }
@@ -349,11 +343,6 @@ static int alloc_buffers(orin_model *m, int32_t rows)
     if (m->op.matmul_argmax &&
         qwen_alloc_tensor(m, &m->greedy_id, ORIN_I32, 1, &(int64_t){1}, "greedy pick") != 0)
         return -1;
-    if (qwen_uses_mlp_acc(m)) {
-        const int64_t ad[2] = {m->cfg.num_hidden_layers, m->cfg.hidden_size};
-        if (qwen_alloc_tensor(m, &b->mlp_acc, ORIN_F32, 2, ad, "activations") != 0)
-            return -1;
-    }
     if (m->op.matmul_argmax && decode_ahead_setup(m) != 0)
         return -1;
     if (m->dtype != ORIN_F32) {
@@ -413,17 +402,6 @@ static double workspace_planned(const orin_model *m, int32_t rows, int32_t kv_le
         .out = orin_tensor_make(NULL, dt, dev, 2, fd),
     };
     const orin_matmul_swiglu_quant_args qsw = {.x = mm.x, .out = sw.out};
-    /* matmul.mlp.* (decode): down's qweight tells f, stored [f, d / 8] (AWQ) or
-     * [d, f] (int8) */
-    const int64_t x1[2] = {1, c->hidden_size};
-    const int64_t awq_down[2] = {c->intermediate_size, c->hidden_size / 8};
-    const int64_t int8_down[2] = {c->hidden_size, c->intermediate_size};
-    const orin_matmul_mlp_quant_args qmlp[3] = {
-        [ORIN_WEIGHT_AWQ4] = {.x = orin_tensor_make(NULL, dt, dev, 2, x1),
-                              .w_down.qweight = orin_tensor_make(NULL, ORIN_I32, dev, 2, awq_down)},
-        [ORIN_WEIGHT_INT8] = {.x = orin_tensor_make(NULL, dt, dev, 2, x1),
-                              .w_down.qweight = orin_tensor_make(NULL, ORIN_I8, dev, 2, int8_down)},
-    };
     const int64_t hd1[2] = {1, c->hidden_size};
     const orin_matmul_argmax_args am = {.x = orin_tensor_make(NULL, dt, dev, 2, hd1), .w = mm.w};
     size_t need = 0;
@@ -435,7 +413,6 @@ static double workspace_planned(const orin_model *m, int32_t rows, int32_t kv_le
     for (int f = ORIN_WEIGHT_AWQ4; f <= ORIN_WEIGHT_INT8; f++) {
         need = size_max(need, workspace_of(m->op.matmul_quant[f], &qm));
         need = size_max(need, workspace_of(m->op.matmul_swiglu_quant[f], &qsw));
-        need = size_max(need, workspace_of(m->op.matmul_mlp_quant[f], &qmlp[f]));
     }
     return (double)need;
 }

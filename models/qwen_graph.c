@@ -292,42 +292,10 @@ static void add_attention_block(orin_model *m, graph_builder *b, int32_t l, int6
     add_matmul(m, b, rows2(&bf->attn, 0, n), &L->o, o, "o_proj");
 }
 
-/* Whether a decode step runs layer l's MLP as one matmul.mlp.* into its f32
- * accumulator (mlp_acc row l), which the next layer's q/k/v product takes as
- * its norm's residual: the three weights in one format with the op bound,
- * and a next layer whose q/k/v is a quantized product of the same provider
- * (it reads the f32 residual) with its norm folded in. Not the last layer:
- * its output goes to the final norm, which takes the dtype's o. The layers'
- * norms fold (graph_builder.fold_norms) for this one to be asked. */
-static bool layer_mlp_fused(const orin_model *m, int32_t l)
-{
-    const orin_op_impl *mlp;
-    if (l + 1 >= m->cfg.num_hidden_layers || !m->buf.mlp_acc.data)
-        return false;
-    const qwen_layer *L = &m->layers[l], *next = &m->layers[l + 1];
-    const orin_weight_format f = L->gate.fmt, fq = next->q.fmt;
-    if (f == ORIN_WEIGHT_FLOAT || L->up.fmt != f || L->down.fmt != f ||
-        !(mlp = m->op.matmul_mlp_quant[f]) || fq == ORIN_WEIGHT_FLOAT ||
-        !layer_folds_norms(m, next) || !m->op.matmul_qkv_quant[fq])
-        return false;
-    return strcmp(m->op.matmul_qkv_quant[fq]->provider, mlp->provider) == 0;
-}
-
-/* Whether any layer's MLP may run as matmul.mlp.* (the model then allocates
- * the accumulators). */
-bool qwen_uses_mlp_acc(const orin_model *m)
-{
-    for (int f = ORIN_WEIGHT_AWQ4; f <= ORIN_WEIGHT_INT8; f++)
-        if (m->uses_format[f] && m->op.matmul_mlp_quant[f] && m->op.add_rmsnorm)
-            return true;
-    return false;
-}
-
 /* The MLP half of layer l, its norm adding the attention output to x first.
  * Its own output (o) is added to x here, or, where add_rmsnorm is bound, by
- * the next norm: returns it then (the add is pending; data NULL: none), o or
- * at decode the layer's f32 accumulator (layer_mlp_fused). */
-static orin_tensor add_mlp_block(orin_model *m, graph_builder *b, int32_t l, int64_t n)
+ * the next norm: returns true then (the add is pending). */
+static bool add_mlp_block(orin_model *m, graph_builder *b, int32_t l, int64_t n)
 {
     const qwen_layer *L = &m->layers[l];
     qwen_buffers *bf = &m->buf;
@@ -340,16 +308,6 @@ static orin_tensor add_mlp_block(orin_model *m, graph_builder *b, int32_t l, int
         norm = norm_into(m, b, &o, &L->mlp_norm, n);
     } else {
         add_residual_norm(m, b, b->x, &o, &L->mlp_norm, h, "post_attention_layernorm");
-    }
-    if (b->fold_norms && n == 1 && layer_mlp_fused(m, l)) {
-        orin_matmul_mlp_quant_args a = {.x = h, .norm = norm, .w_gate = L->gate.q,
-                                        .w_up = L->up.q, .w_down = L->down.q,
-                                        .acc = rows2(&bf->mlp_acc, l, 1)};
-        ADD_NODE(b, m->op.matmul_mlp_quant[L->gate.fmt], a, "mlp", 15, &a.x, &a.w_gate.qweight,
-                 &a.w_gate.zeros, &a.w_gate.scales, &a.w_up.qweight, &a.w_up.zeros,
-                 &a.w_up.scales, &a.w_down.qweight, &a.w_down.zeros, &a.w_down.scales, &a.acc,
-                 &a.acc, &a.norm.residual, &a.norm.weight, &a.norm.x_out);
-        return a.acc;
     }
     if (m->op.matmul_swiglu && L->gate.fmt == ORIN_WEIGHT_FLOAT &&
         L->up.fmt == ORIN_WEIGHT_FLOAT) {
@@ -373,10 +331,10 @@ static orin_tensor add_mlp_block(orin_model *m, graph_builder *b, int32_t l, int
     }
     add_matmul(m, b, gate, &L->down, o, "down_proj");
     if (m->op.add_rmsnorm)
-        return o;
+        return true;
     orin_add_args res = {.a = b->x, .b = o, .out = b->x};
     ADD_NODE(b, m->op.add, res, "residual", 3, &res.a, &res.b, &res.out);
-    return (orin_tensor){0};
+    return false;
 }
 
 /* During a prefill with images, over the chunk's runs of image tokens: with
@@ -443,7 +401,8 @@ int qwen_build_graph(orin_model *m, orin_graph *g, int64_t n, bool decode, int32
     };
     ADD_NODE_BYTES(&b, m->op.embedding, emb, "embedding", emb_bytes);
     add_image_rows(m, &b, n, -1);
-    orin_tensor pending = {0}; /* the last MLP output, not yet added to x (data NULL: none) */
+    orin_tensor o = rows2(&bf->o, 0, n);
+    bool pending = false; /* the last MLP output is not yet added to x */
     for (int32_t l = 0; l < m->cfg.num_hidden_layers; l++) {
         b.layer = l;
         /* a decode step's norms go into the products after them where both
@@ -451,21 +410,20 @@ int qwen_build_graph(orin_model *m, orin_graph *g, int64_t n, bool decode, int32
          * back within the layer, so it is in x at every layer's end */
         b.fold_norms = decode && n == 1 && m->op.add_rmsnorm &&
                        layer_folds_norms(m, &m->layers[l]);
-        add_attention_block(m, &b, l, n, decode, max_kv_len, pending.data ? &pending : NULL);
+        add_attention_block(m, &b, l, n, decode, max_kv_len, pending ? &o : NULL);
         pending = add_mlp_block(m, &b, l, n);
         /* x + o + feature: the pending o joins x in the next norm */
         add_image_rows(m, &b, n, l);
     }
     b.layer = -1;
-    /* (the last layer's MLP output is o: layer_mlp_fused) */
     if (greedy) {
         orin_tensor o_row = rows2(&bf->o, 0, 1);
-        add_greedy_head(m, &b, pending.data ? &o_row : NULL);
+        add_greedy_head(m, &b, pending ? &o_row : NULL);
     } else if (logits_rows > 0) { /* only these rows of x live on: the others' add is skipped */
         int64_t first = n - logits_rows;
         orin_tensor h = rows2(&bf->h, first, logits_rows);
         orin_tensor o_rows = rows2(&bf->o, first, logits_rows);
-        add_residual_norm(m, &b, rows2(&b.x, first, logits_rows), pending.data ? &o_rows : NULL,
+        add_residual_norm(m, &b, rows2(&b.x, first, logits_rows), pending ? &o_rows : NULL,
                           &m->final_norm, h, "norm");
         add_matmul(m, &b, h, &m->lm_head, rows2(&bf->logits, 0, logits_rows), "lm_head");
     }
@@ -539,19 +497,11 @@ int qwen_run_prefill_graph(orin_model *m)
     return orin_graph_run_profiled(m->prefill, &ex, m->prefill_profile, 0);
 }
 
-/* What a decode step queues before its graph: the MLP accumulators zeroed
- * (matmul.mlp.* adds into them), part of the captured step. */
-static int decode_prologue(orin_model *m)
-{
-    const orin_tensor *acc = &m->buf.mlp_acc;
-    return acc->data ? m->dev->ops->memset(m->dev, acc->data, 0, orin_tensor_nbytes(acc)) : 0;
-}
-
 static int queue_decode(void *ctx)
 {
     const decode_step *step = ctx;
     orin_exec ex = qwen_model_exec(step->m);
-    return decode_prologue(step->m) != 0 ? -1 : orin_graph_run(step->graph, &ex);
+    return orin_graph_run(step->graph, &ex);
 }
 
 /* Whether a decode step can be captured once and replayed: the user wants it
@@ -575,14 +525,14 @@ static bool decode_replayable(const orin_model *m, const orin_graph *g, bool wan
 int qwen_run_decode(orin_model *m, decode_step *step, int32_t pos)
 {
     if (m->profile) {
-        if (reserve_workspace(m, step->graph) != 0 || decode_prologue(m) != 0)
+        if (reserve_workspace(m, step->graph) != 0)
             return -1;
         orin_exec ex = qwen_model_exec(m);
         return orin_graph_run_profiled(step->graph, &ex, m->profile, pos + 1);
     }
     if (!step->replayable || !step->warm) {
         step->warm = true;
-        return decode_prologue(m) != 0 ? -1 : run_graph(m, step->graph);
+        return run_graph(m, step->graph);
     }
     if (!step->replay &&
         m->dev->ops->graph_capture(m->dev, queue_decode, step, &step->replay) != 0)

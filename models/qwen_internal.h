@@ -59,8 +59,6 @@ typedef struct qwen_ops {
      * their format, and their fused q/k/v and gate/up+SwiGLU (optional, from
      * the provider of the matmul, whose prepare laid the weights out). */
     const orin_op_impl *matmul_quant[3], *matmul_qkv_quant[3], *matmul_swiglu_quant[3];
-    /* ... and the whole MLP into an f32 accumulator (decode: qwen_graph.c) */
-    const orin_op_impl *matmul_mlp_quant[3];
 } qwen_ops;
 
 /* A decode step's graph, run eagerly once (ops create their handles, pick their
@@ -141,9 +139,6 @@ typedef struct qwen_buffers {
     orin_tensor k, v;                     /* [rows, Hkv*hd] */
     orin_tensor gate, up;                 /* [rows, F] */
     orin_tensor logits;                   /* [rows, V] */
-    orin_tensor mlp_acc;                  /* f32 [layers, d]: each layer's matmul.mlp.*
-                                             output, zeroed before each decode step
-                                             (data NULL where no such op is bound) */
 } qwen_buffers;
 
 struct orin_model {
@@ -215,8 +210,6 @@ struct orin_model {
 /* ---- from one file to another ---------------------------------------------------- */
 
 /* qwen.c: a device tensor of the model's own memory (freed with the model). */
-/* Whether a decode step may run an MLP as matmul.mlp.* (qwen_graph.c). */
-bool qwen_uses_mlp_acc(const orin_model *m);
 int qwen_alloc_tensor(orin_model *m, orin_tensor *t, orin_dtype dt, int ndim,
                       const int64_t *dims, const char *what);
 

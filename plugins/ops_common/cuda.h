@@ -79,14 +79,6 @@ int cuda_matmul_swiglu_int8(const orin_exec *ex, const orin_matmul_swiglu_quant_
                             orin_dtype dt);
 size_t cuda_matmul_qkv_quant_workspace_size(const void *args);
 size_t cuda_matmul_swiglu_quant_workspace_size(const void *args);
-/* matmul.mlp.*: gate/up, SwiGLU and down in one launch, added into an f32
- * accumulator, where the weights are in tiles and x is one row; else the
- * sequence. */
-int cuda_matmul_mlp_awq4(const orin_exec *ex, const orin_matmul_mlp_quant_args *a, orin_dtype dt);
-int cuda_matmul_mlp_int8(const orin_exec *ex, const orin_matmul_mlp_quant_args *a, orin_dtype dt);
-size_t cuda_matmul_mlp_awq4_workspace_size(const void *args);
-size_t cuda_matmul_mlp_int8_workspace_size(const void *args);
-bool cuda_matmul_mlp_supports(const void *args, char *why, size_t why_cap);
 
 #ifdef __cplusplus
 }

@@ -528,7 +528,7 @@ static void launch_resident(const orin_exec *ex, gemv_res_params p, int rows,
     p.groups = (rows + RES_ROWS - 1) / RES_ROWS;
     const int blocks = resident_blocks(ex, p.groups);
     const gemv_norm<T> np = {(const T *)norm->residual.data, (const T *)norm->weight.data,
-                             (T *)norm->x_out.data, norm->eps, nullptr};
+                             (T *)norm->x_out.data, norm->eps};
     const size_t smem = gemv_norm_smem(p.in, sizeof(T));
     if (p.in / V > GEMV_THREADS)
         orin_cu_launch(ex, true, gemv_resident_kernel<T, MODE, 2>, dim3(blocks),
@@ -1216,17 +1216,6 @@ extern "C" size_t cuda_norm_in_bytes(const orin_norm_in *norm, const orin_tensor
     return ((size_t)orin_tensor_numel(x) * orin_dtype_size(x->dtype) + 255) & ~(size_t)255;
 }
 
-// out = x + r (r in f32: matmul.mlp.*'s accumulator), rounded to T once.
-// Launch: a thread a value (the norm in front's rare unfolded path).
-template <typename T>
-__global__ void add_f32_residual_kernel(const T *__restrict__ x, const float *__restrict__ r,
-                                        T *__restrict__ out, int64_t n)
-{
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x)
-        out[i] = orin_cu_from_f32<T>(orin_cu_f32(x[i]) + r[i]);
-}
-
 extern "C" int cuda_norm_in_apart(const orin_exec *ex, const orin_norm_in *norm, orin_tensor *x,
                                   orin_exec *rest, orin_dtype dt, const char *label)
 {
@@ -1237,19 +1226,8 @@ extern "C" int cuda_norm_in_apart(const orin_exec *ex, const orin_norm_in *norm,
     const int64_t d = x->shape[x->ndim - 1], rows = orin_tensor_rows(x);
     if (d > INT32_MAX || rows > INT32_MAX)
         return orin_error_set("%s: dimensions beyond 2^31", label);
-    const void *xin = x->data, *residual = norm->residual.data;
-    if (residual && norm->residual.dtype == ORIN_F32) { // x_out = x + r first, then in place
-        const int64_t n = rows * d;
-        const unsigned blocks = (unsigned)((n + 255) / 256 < 65535 ? (n + 255) / 256 : 65535);
-        ORIN_CU_DISPATCH(dt, label, T,
-                         (add_f32_residual_kernel<T><<<blocks, 256, 0, orin_cu_stream(ex)>>>(
-                             (const T *)x->data, (const float *)residual,
-                             (T *)norm->x_out.data, n)));
-        xin = norm->x_out.data;
-        residual = NULL;
-    }
     ORIN_CU_DISPATCH(dt, label, T,
-                     launch_add_rmsnorm<T>(ex, xin, norm->x_out.data, residual,
+                     launch_add_rmsnorm<T>(ex, x->data, norm->x_out.data, norm->residual.data,
                                            norm->weight.data, ex->workspace, norm->eps, rows,
                                            (int)d));
     if (orin_cu_launched(label, dt, "norm in front, x [%lld, %lld]", (long long)rows,

@@ -71,7 +71,6 @@ template <typename T> struct gemv_norm {
     const T *weight;
     T *x_out;
     float eps;
-    const float *residual32; // or the residual in f32 (matmul.mlp.*'s accumulator)
 };
 
 // Shared memory gemv_norm_row takes for a row of d: x_out's scratch (in the
@@ -110,7 +109,7 @@ template <typename T> struct gemv_norm_put_row {
     }
 };
 
-// x_out = x + residual (rounded to T; the residual in T or in f32); then vector u of the row the product
+// x_out = x + residual (rounded to T); then vector u of the row the product
 // reads, weight * (x_out * 1/sqrt(mean(x_out^2) + eps)), goes to put(u, v).
 // hs [d]: scratch in shared memory for x_out; ws [d]: the weight, fetched by
 // gemv_norm_fetch_weight before the PDL wait. A block's threads below 256 take
@@ -135,21 +134,16 @@ __device__ __forceinline__ void gemv_norm_row(const gemv_norm<T> &p, const T *__
     T *x_out = blockIdx.x == 0 ? p.x_out : nullptr;
     float ss = 0.0f;
     for (int u0 = t; u0 < units && t < 256; u0 += BATCH * 256) {
-        uint4 xv[BATCH], rv[BATCH][N / 4]; // the residual in T uses rv[b][0]
+        uint4 xv[BATCH], rv[BATCH];
 #pragma unroll
         for (int b = 0; b < BATCH; b++) {
             const int u = u0 + b * 256;
             if constexpr (GEMV_KO_X_DIV != 1)
-                xv[b] = rv[b][0] = make_uint4(0u, 0u, 0u, 0u);
+                xv[b] = rv[b] = make_uint4(0u, 0u, 0u, 0u);
             if (u < units / GEMV_KO_X_DIV) {
                 xv[b] = *reinterpret_cast<const uint4 *>(x + (size_t)u * N);
-                if (p.residual32)
-#pragma unroll
-                    for (int h = 0; h < N / 4; h++)
-                        rv[b][h] = *reinterpret_cast<const uint4 *>(p.residual32 +
-                                                                    (size_t)u * N + 4 * h);
-                else if (p.residual)
-                    rv[b][0] = *reinterpret_cast<const uint4 *>(p.residual + (size_t)u * N);
+                if (p.residual)
+                    rv[b] = *reinterpret_cast<const uint4 *>(p.residual + (size_t)u * N);
             }
         }
 #pragma unroll
@@ -158,16 +152,9 @@ __device__ __forceinline__ void gemv_norm_row(const gemv_norm<T> &p, const T *__
             if (u >= units)
                 break;
             uint4 sum = xv[b];
-            if (p.residual32) { // the sum rounded once
+            if (p.residual) { // the sum as add stores it
                 const T *xe = reinterpret_cast<const T *>(&xv[b]);
-                const float *re = reinterpret_cast<const float *>(&rv[b][0]);
-                T *se = reinterpret_cast<T *>(&sum);
-#pragma unroll
-                for (int e = 0; e < N; e++)
-                    se[e] = orin_cu_from_f32<T>(orin_cu_f32(xe[e]) + re[e]);
-            } else if (p.residual) { // the sum as add stores it
-                const T *xe = reinterpret_cast<const T *>(&xv[b]);
-                const T *re = reinterpret_cast<const T *>(&rv[b][0]);
+                const T *re = reinterpret_cast<const T *>(&rv[b]);
                 T *se = reinterpret_cast<T *>(&sum);
 #pragma unroll
                 for (int e = 0; e < N; e++)

@@ -132,8 +132,6 @@ CUDA_ENTRIES(matmul_qkv_awq4, orin_matmul_qkv_quant_args)
 CUDA_ENTRIES(matmul_qkv_int8, orin_matmul_qkv_quant_args)
 CUDA_ENTRIES(matmul_swiglu_awq4, orin_matmul_swiglu_quant_args)
 CUDA_ENTRIES(matmul_swiglu_int8, orin_matmul_swiglu_quant_args)
-CUDA_ENTRIES(matmul_mlp_awq4, orin_matmul_mlp_quant_args)
-CUDA_ENTRIES(matmul_mlp_int8, orin_matmul_mlp_quant_args)
 
 #define FUSED_IMPL(name, fn, dt, ws, sup)                                           \
     {                                                                               \
@@ -197,10 +195,6 @@ static const orin_op_impl impls[] = {
                 cuda_matmul_swiglu_quant_workspace_size, NULL),
     FUSED_IMPLS(ORIN_OP_MATMUL_SWIGLU_INT8, matmul_swiglu_int8,
                 cuda_matmul_swiglu_quant_workspace_size, NULL),
-    FUSED_IMPLS(ORIN_OP_MATMUL_MLP_AWQ4, matmul_mlp_awq4, cuda_matmul_mlp_awq4_workspace_size,
-                cuda_matmul_mlp_supports),
-    FUSED_IMPLS(ORIN_OP_MATMUL_MLP_INT8, matmul_mlp_int8, cuda_matmul_mlp_int8_workspace_size,
-                cuda_matmul_mlp_supports),
 #endif
 };
 
@@ -213,6 +207,6 @@ ORIN_PLUGIN_DEFINE("ops_common", "0.1.0",
                    "reference ops: embedding, rmsnorm, rope, matmul (OpenBLAS; cuBLASLt and a "
                    "batch-1 GEMV on cuda), matmul.awq4 and matmul.int8, swiglu, add, "
                    "argmax, kv_write, layernorm, gelu, rope.table, pos_interp; fused on cuda: "
-                   "add_rmsnorm, matmul.qkv, matmul.swiglu, matmul.mlp, rope_kv_write, matmul.gelu, "
+                   "add_rmsnorm, matmul.qkv, matmul.swiglu, rope_kv_write, matmul.gelu, "
                    "matmul.add, matmul.argmax; f32, f16, bf16",
                    register_ops)

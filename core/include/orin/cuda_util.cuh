@@ -138,14 +138,6 @@ __device__ __forceinline__ void orin_cu_cp_async16(uint32_t smem_dst, const void
                  : "memory");
 }
 
-/* 8 bytes global -> shared (.ca: the only form below 16 bytes); both
- * addresses 8-byte aligned. */
-__device__ __forceinline__ void orin_cu_cp_async8(uint32_t smem_dst, const void *src)
-{
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(smem_dst), "l"(src)
-                 : "memory");
-}
-
 __device__ __forceinline__ void orin_cu_cp_async_commit()
 {
     asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -434,22 +426,6 @@ __device__ __forceinline__ void orin_cu_prefetch_l2_bulk(const void *p, uint32_t
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-#endif
-}
-
-/* *p += v, four floats by one reduction (sm_90; four atomic adds below): a
- * partial sum added where the order of the adds may vary. p 16-byte aligned. */
-__device__ __forceinline__ void orin_cu_red_add_v4(float *p, float4 v)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("red.relaxed.gpu.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(v.x),
-                 "f"(v.y), "f"(v.z), "f"(v.w)
-                 : "memory");
-#else
-    atomicAdd(p, v.x);
-    atomicAdd(p + 1, v.y);
-    atomicAdd(p + 2, v.z);
-    atomicAdd(p + 3, v.w);
 #endif
 }
 

@@ -98,9 +98,6 @@ int orin_check_matmul_qkv_quant(const char *label, const orin_exec *ex,
 int orin_check_matmul_swiglu_quant(const char *label, const orin_exec *ex,
                                    const orin_matmul_swiglu_quant_args *a, orin_weight_format fmt,
                                    orin_device_kind device, orin_dtype dt);
-int orin_check_matmul_mlp_quant(const char *label, const orin_exec *ex,
-                                const orin_matmul_mlp_quant_args *a, orin_weight_format fmt,
-                                orin_device_kind device, orin_dtype dt);
 /* swiglu and add: out = f(a, b) over three tensors of one shape; out may be
  * a or b exactly. */
 int orin_check_binary(const char *label, const orin_exec *ex, const char *a_name,

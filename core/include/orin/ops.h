@@ -78,10 +78,6 @@ extern "C" {
 #define ORIN_OP_MATMUL_QKV_INT8    "matmul.qkv.int8"
 #define ORIN_OP_MATMUL_SWIGLU_AWQ4 "matmul.swiglu.awq4"
 #define ORIN_OP_MATMUL_SWIGLU_INT8 "matmul.swiglu.int8"
-/* The whole MLP over quantized weights, added into an f32 accumulator
- * (orin_matmul_mlp_quant_args). */
-#define ORIN_OP_MATMUL_MLP_AWQ4    "matmul.mlp.awq4"
-#define ORIN_OP_MATMUL_MLP_INT8    "matmul.mlp.int8"
 
 /* out[i, :] = table[ids[i], :]      table [V, d], ids i32 [n], out [n, d] */
 typedef struct orin_embedding_args {
@@ -311,9 +307,7 @@ typedef struct orin_add_rmsnorm_args {
  * decode this takes the norm's kernel off the step: each block of the product
  * normalises the row itself. x_out [n, in] must not overlap x or residual (the
  * blocks that read them run while one writes the sum): a model alternates its
- * residual stream between two buffers. The quantized matmul.qkv.* also take
- * the residual in f32 (matmul.mlp.*'s accumulator): x_out = x + residual,
- * the sum rounded once. */
+ * residual stream between two buffers. */
 typedef struct orin_norm_in {
     orin_tensor residual;
     orin_tensor weight;
@@ -474,26 +468,6 @@ typedef struct orin_matmul_swiglu_quant_args {
     orin_qweight w_up;
     orin_tensor out;
 } orin_matmul_swiglu_quant_args;
-
-/* The MLP, its output added into an f32 accumulator:
- *   acc += (silu(x . w_gate^T) * (x . w_up^T)) . w_down^T
- * the two products and the SwiGLU rounded to the dtype as matmul.swiglu.*
- * rounds them, the down product summed in f32 and never rounded (its partial
- * sums may be added in any order: not bit-reproducible run to run).
- * x [n, in], w_gate and w_up [f, in], w_down [in, f], acc f32 [n, in];
- * norm: optional, as matmul.qkv's. A decode step gives each layer its own
- * accumulator, zeroed before the step, and the next layer's matmul.qkv.*
- * (same provider) takes it as its norm's f32 residual: the MLP's blocks then
- * each add their slice of the intermediate values' share of the output, and
- * no kernel waits for the SwiGLU's whole vector. */
-typedef struct orin_matmul_mlp_quant_args {
-    orin_tensor x;
-    orin_norm_in norm;
-    orin_qweight w_gate;
-    orin_qweight w_up;
-    orin_qweight w_down;
-    orin_tensor acc;
-} orin_matmul_mlp_quant_args;
 
 /* ---- sampling ---- */
 

@@ -24,7 +24,7 @@
 extern "C" {
 #endif
 
-#define ORIN_PLUGIN_ABI_VERSION 5u
+#define ORIN_PLUGIN_ABI_VERSION 4u
 #define ORIN_PLUGIN_ENTRY_SYMBOL "orin_plugin_entry"
 
 typedef struct orin_plugin {

@@ -213,9 +213,8 @@ int orin_check_rmsnorm(const char *label, const orin_exec *ex, const orin_rmsnor
     return 0;
 }
 
-/* orin_check_norm_in; acc: the residual may be f32 (matmul.mlp.*'s accumulator). */
-static int check_norm_in(const char *label, const orin_norm_in *norm, const orin_tensor *x,
-                         orin_device_kind device, orin_dtype dt, bool acc)
+int orin_check_norm_in(const char *label, const orin_norm_in *norm, const orin_tensor *x,
+                       orin_device_kind device, orin_dtype dt)
 {
     if (!norm->weight.data)
         return 0;
@@ -225,9 +224,8 @@ static int check_norm_in(const char *label, const orin_norm_in *norm, const orin
         orin_check_same_shape(label, "x", x, "norm.x_out", &norm->x_out) ||
         orin_check_alias(label, "norm.x_out", &norm->x_out, "x", x, false))
         return -1;
-    const orin_dtype rdt = acc && norm->residual.dtype == ORIN_F32 ? ORIN_F32 : dt;
     if (norm->residual.data &&
-        (orin_check_tensor(label, "norm.residual", &norm->residual, device, rdt, 1,
+        (orin_check_tensor(label, "norm.residual", &norm->residual, device, dt, 1,
                            ORIN_MAX_DIMS) ||
          orin_check_same_shape(label, "x", x, "norm.residual", &norm->residual) ||
          orin_check_alias(label, "norm.x_out", &norm->x_out, "norm.residual", &norm->residual,
@@ -236,12 +234,6 @@ static int check_norm_in(const char *label, const orin_norm_in *norm, const orin
     if (!isfinite(norm->eps) || norm->eps < 0.0f)
         return orin_error_set("%s: norm.eps %g is not a non-negative number", label, norm->eps);
     return 0;
-}
-
-int orin_check_norm_in(const char *label, const orin_norm_in *norm, const orin_tensor *x,
-                       orin_device_kind device, orin_dtype dt)
-{
-    return check_norm_in(label, norm, x, device, dt, false);
 }
 
 int orin_check_norm_out(const char *label, const orin_norm_in *norm, const char *name,
@@ -398,7 +390,7 @@ int orin_check_matmul_qkv_quant(const char *label, const orin_exec *ex,
         if (orin_check_norm_out(label, &a->norm, outs[i], &a->y[i]))
             return -1;
     }
-    return check_norm_in(label, &a->norm, &a->x, device, dt, true);
+    return orin_check_norm_in(label, &a->norm, &a->x, device, dt);
 }
 
 int orin_check_matmul_swiglu_quant(const char *label, const orin_exec *ex,
@@ -413,48 +405,6 @@ int orin_check_matmul_swiglu_quant(const char *label, const orin_exec *ex,
         check_quant_part(label, "w_up", ex, &up, fmt, device, dt) ||
         orin_check_norm_in(label, &a->norm, &a->x, device, dt) ||
         orin_check_norm_out(label, &a->norm, "out", &a->out))
-        return -1;
-    return 0;
-}
-
-/* A quantized weight of in x out as part `part` of a fused call. */
-static int check_quant_weight(const char *label, const char *part, const orin_qweight *w,
-                              orin_weight_format fmt, int64_t in, int64_t out,
-                              orin_device_kind device)
-{
-    char what[160];
-    snprintf(what, sizeof what, "%s %s", label, part);
-    if (w->group_size < 1 || in % w->group_size != 0)
-        return orin_error_set("%s: group_size %d does not divide the input width %lld", what,
-                              w->group_size, (long long)in);
-    const int64_t groups = in / w->group_size;
-    if (fmt == ORIN_WEIGHT_AWQ4)
-        return check_awq4_weight(what, w, in, out, groups, device);
-    if (fmt == ORIN_WEIGHT_INT8)
-        return check_int8_weight(what, w, in, out, groups, device);
-    return orin_error_set("%s: weight format %d is not a quantized one", what, (int)fmt);
-}
-
-int orin_check_matmul_mlp_quant(const char *label, const orin_exec *ex,
-                                const orin_matmul_mlp_quant_args *a, orin_weight_format fmt,
-                                orin_device_kind device, orin_dtype dt)
-{
-    if (orin_check_exec(label, ex, device) ||
-        orin_check_tensor(label, "x", &a->x, device, dt, 2, 2) ||
-        orin_check_tensor(label, "acc", &a->acc, device, ORIN_F32, 2, 2) ||
-        orin_check_same_shape(label, "x", &a->x, "acc", &a->acc) ||
-        orin_check_tensor(label, "w_down.qweight", &a->w_down.qweight, device,
-                          fmt == ORIN_WEIGHT_AWQ4 ? ORIN_I32 : ORIN_I8, 2, 2))
-        return -1;
-    /* f, the intermediate width: down's input (AWQ stores [in, out / 8], int8 [out, in]) */
-    const int64_t d = a->x.shape[1];
-    const int64_t f = a->w_down.qweight.shape[fmt == ORIN_WEIGHT_AWQ4 ? 0 : 1];
-    if (check_quant_weight(label, "w_gate", &a->w_gate, fmt, d, f, device) ||
-        check_quant_weight(label, "w_up", &a->w_up, fmt, d, f, device) ||
-        check_quant_weight(label, "w_down", &a->w_down, fmt, f, d, device) ||
-        orin_check_alias(label, "acc", &a->acc, "x", &a->x, false) ||
-        orin_check_norm_in(label, &a->norm, &a->x, device, dt) ||
-        orin_check_norm_out(label, &a->norm, "acc", &a->acc))
         return -1;
     return 0;
 }
