@@ -38,29 +38,15 @@ if [ "${NCU:-0}" = 1 ]; then
   done
   exit 0
 fi
-row() { # format carveout fa2
-  local model=(--set model.path="$work/qwen3-8b")
-  case $1 in
-    awq) model=(--set model.path="$work/qwen3-8b-awq") ;;
-    int8) model+=(--set model.quant=int8) ;;
-  esac
-  local env=()
-  [ "$2" = - ] || env+=(ORIN_CU_CARVEOUT="$2")
-  [ "$3" = - ] || env+=(ORIN_FA2_DECODE_CONFIG="$3")
-  env "${env[@]}" "$build/orin-run" --bench --json --set runtime.device=cuda \
-    --set model.dtype=f16 --set attention.backend=fa2 --set runtime.cuda_graph=true \
-    --set runtime.max_context=648 --set bench.prompt_tokens=512 --set bench.gen_tokens=128 \
-    "${model[@]}" 2>/dev/null | tail -1 |
-    python3 -c 'import json, sys
-d = json.loads(sys.stdin.read())
-print("%-5s carveout %-4s fa2 %-8s %.4f ms (%.1f %% of %.4f)" % (sys.argv[1], sys.argv[2],
-      sys.argv[3], d["decode_step_ms"], 100 * d["decode_roofline_fraction"], d["decode_floor_ms"]))' \
-      "$1" "$2" "$3" 2>/dev/null || echo "$1 carveout $2 fa2 $3 failed"
-}
-for r in $(seq "${ROUNDS:-2}"); do
-  for f in ${FORMATS:-awq int8}; do
-    for c in ${CARVEOUTS:-- 100}; do
-      for a in ${FA2:-- pad=64}; do row "$f" "$c" "$a"; done
-    done
+# the rows: bench/env_ab.sh over each (carveout, fa2) pair's settings
+variants=()
+for c in ${CARVEOUTS:-- 100}; do
+  for a in ${FA2:-- pad=64}; do
+    v=()
+    [ "$c" = - ] || v+=("ORIN_CU_CARVEOUT=$c")
+    [ "$a" = - ] || v+=("ORIN_FA2_DECODE_CONFIG=$a")
+    [ ${#v[@]} -gt 0 ] || v=(-)
+    variants+=("$(IFS=+; echo "${v[*]}")")
   done
 done
+VARIANTS="${variants[*]}" exec bash bench/env_ab.sh "$build"

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The decode step of the Qwen3-8B-shaped models at 512 positions (fa2, graph
 # replay) under each environment setting asked for, rounds alternating: the
-# A/B of a runtime measuring aid (ORIN_QMMA_MLP=0 against the default, say).
+# A/B of a runtime measuring aid (ORIN_PDL=0 against the default, say;
+# bench/carveout.sh runs its rows through this).
 #
-#   VARIANTS="- ORIN_QMMA_MLP=0" bash bench/env_ab.sh BUILD_DIR
+#   VARIANTS="- ORIN_PDL=0" bash bench/env_ab.sh BUILD_DIR
 # Environment: VARIANTS (space-separated; each "-" for none, or VAR=value, or
-# several joined by commas: A=1,B=2), FORMATS (awq int8; f16 too), ROUNDS (2),
+# several joined by "+": A=1+B=2), FORMATS (awq int8; f16 too), ROUNDS (2),
 # WORK (/tmp/orin-shaped: the folders of bench/make_shaped_model.py --fast
 # qwen3-8b and --awq 128 qwen3-8b), POSITIONS (512).
 set -uo pipefail
@@ -20,7 +21,7 @@ row() { # format variant
     int8) model+=(--set model.quant=int8) ;;
   esac
   local env=()
-  [ "$2" = - ] || IFS=, read -r -a env <<< "$2"
+  [ "$2" = - ] || IFS=+ read -r -a env <<< "$2"
   env "${env[@]}" "$build/orin-run" --bench --json --set runtime.device=cuda \
     --set model.dtype=f16 --set attention.backend=fa2 --set runtime.cuda_graph=true \
     --set runtime.max_context=$((pos + 136)) --set bench.prompt_tokens="$pos" \
