@@ -88,7 +88,8 @@
 // default: the kernel's occupancy); "cwarps=8|16" (the cluster kernel's warps a
 // block; default: AUTO's pick); "prefetch=N" (warp steps prefetched before the
 // PDL wait, 0..8; default: the rule above); "early=0|1" (the cluster kernel
-// stages each warp's first step before the wait; default 1); "pad=N" (N KB of
+// stages each warp's first step before the wait instead of prefetching, so
+// "prefetch" reaches it only with early=0; default 1); "pad=N" (N KB of
 // unused shared memory added to the cluster kernel's launch: a measuring aid,
 // bench/carveout.sh). Unset or empty: auto+mma. An unknown word is an error.
 #include "cuda.h"
