@@ -45,8 +45,9 @@ template <int HD, int W> __host__ __device__ constexpr size_t fa2d_cluster_smem_
 // cluster barrier, each block combines a 1/C share of the unit's rows x hd
 // outputs from all C blocks' merged rows over distributed shared memory
 // (mapa + ld.shared::cluster, ~200 cycles a round trip against ~1 us for the
-// split kernel's partials through global memory and a second launch), and a
-// second barrier keeps every block's shared memory alive until all have read it.
+// split kernel's partials through global memory and a second launch; a warp
+// reads C / W of the blocks, then the warps meet), and a second barrier
+// keeps every block's shared memory alive until all have read it.
 // Bound: the latency of one launch and its few round trips at short contexts
 // (Qwen3-8B, H200, clusters of 8 on 64 SMs: 7.4 us at 1k against 10.3 for
 // two kernels; H100, 16 x 8 warps: 7.9 us against 8.3 for 8 x 16); memory
@@ -148,7 +149,7 @@ __global__ void __launch_bounds__(W * 32, 16 / W) fa2d_cluster_mma(const fa2d_pa
         for (int w = 0; w < W; w++) {
             const float mw = sm.m[w][r], e = mw == -INFINITY ? 0.0f : exp2f(mw - M);
             L += e * sm.l[w][r];
-            O += e * sm.o[w][r][d];
+            O += e * sm.o[w][r][fa2d_o_col<HD>(r, d)];
         }
         sm.block_o[r][d] = O;
         if (d == 0) {
@@ -163,35 +164,73 @@ __global__ void __launch_bounds__(W * 32, 16 / W) fa2d_cluster_mma(const fa2d_pa
     // This block's share of the unit's outputs, merged over the cluster. An
     // invalid p left every piece empty: every weight is 0 and the row NaN.
     const int items = rows * HD, share = (items + C - 1) / C;
-    for (int i = threadIdx.x; i < share; i += THREADS) {
-        const int item = rank * share + i;
-        if (item >= items)
-            break;
-        const int r = item / HD, d = item % HD;
-        float mj[C], lj[C], oj[C];
+    // Warp w reads source blocks w, w + W, ... for 32 of the share's outputs
+    // (a lane an output), so that each remote load is one block's 32
+    // neighbouring values (lanes spread over the blocks made each load 8
+    // transactions and the step 0.07 ms slower; one thread an output over all
+    // C blocks, 3 C loads in a row, 0.002-0.005 ms slower: bench/notes/
+    // fa2-decode.md, fourteenth session). The warps' partial (M, L, O) meet in
+    // this block's warp area, free since the block merge; warp 0 merges them.
+    constexpr int SRC = (C + W - 1) / W;
+    float *part = &sm.o[0][0][0]; // [3][W][32]
+    const int lane = threadIdx.x & 31;
+    for (int base = 0; base < share; base += 32) { // block-uniform
+        const int i = base + lane, item = rank * share + i;
+        const bool active = i < share && item < items;
+        const int r = active ? item / HD : 0, d = active ? item % HD : 0;
+        float mj[SRC], lj[SRC], oj[SRC];
 #pragma unroll
-        for (int j = 0; j < C; j++) { // all 3 C remote loads in flight
-            const fa2d_cluster_smem<HD, W> *other = cluster.map_shared_rank(&sm, (unsigned)j);
-            mj[j] = other->block_m[r];
-            lj[j] = other->block_l[r];
-            oj[j] = other->block_o[r][d];
+        for (int s = 0; s < SRC; s++) {
+            const int j = warp + W * s;
+            mj[s] = -INFINITY;
+            lj[s] = oj[s] = 0.0f;
+            if (active && j < C) {
+                const fa2d_cluster_smem<HD, W> *other = cluster.map_shared_rank(&sm, (unsigned)j);
+                mj[s] = other->block_m[r];
+                lj[s] = other->block_l[r];
+                oj[s] = other->block_o[r][d];
+            }
         }
-        float M = -INFINITY;
+        float M = mj[0];
 #pragma unroll
-        for (int j = 0; j < C; j++)
-            M = fmaxf(M, mj[j]);
+        for (int s = 1; s < SRC; s++)
+            M = fmaxf(M, mj[s]);
         float L = 0.0f, O = 0.0f;
 #pragma unroll
-        for (int j = 0; j < C; j++) {
-            const float e = mj[j] == -INFINITY ? 0.0f : exp2f(mj[j] - M);
-            L += e * lj[j];
-            O += e * oj[j];
+        for (int s = 0; s < SRC; s++) {
+            const float e = mj[s] == -INFINITY ? 0.0f : exp2f(mj[s] - M);
+            L += e * lj[s];
+            O += e * oj[s];
         }
-        T *out = (T *)P.out + (int64_t)(head0 + r) * HD + d;
-        *out = orin_cu_from_f32<T>(valid ? O / L : fa2d_nan());
+        part[(0 * W + warp) * 32 + lane] = M;
+        part[(1 * W + warp) * 32 + lane] = L;
+        part[(2 * W + warp) * 32 + lane] = O;
+        __syncthreads();
+        if (warp == 0 && active) {
+            float Mb = -INFINITY;
+#pragma unroll
+            for (int w = 0; w < W; w++)
+                Mb = fmaxf(Mb, part[w * 32 + lane]);
+            float Lb = 0.0f, Ob = 0.0f;
+#pragma unroll
+            for (int w = 0; w < W; w++) {
+                const float mw = part[w * 32 + lane], e = mw == -INFINITY ? 0.0f : exp2f(mw - Mb);
+                Lb += e * part[(W + w) * 32 + lane];
+                Ob += e * part[(2 * W + w) * 32 + lane];
+            }
+            ((T *)P.out)[(int64_t)(head0 + r) * HD + d] =
+                orin_cu_from_f32<T>(valid ? Ob / Lb : fa2d_nan());
+        }
+        __syncthreads(); // part is written again by the next pass
     }
     FA2D_MARK(7, 0.0f);
-    cluster.sync(); // no block exits while another may still read its rows
+    // No block exits while another may still read its rows. Nothing is read
+    // after this barrier, so its arrive needs no release (which would first wait
+    // for the output stores above to be acknowledged; the remote loads it guards
+    // are complete, their values stored): H200, the Qwen3-8B steps at 512 0.01
+    // ms shorter (bench/notes/fa2-decode.md, fourteenth session).
+    asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
+    asm volatile("barrier.cluster.wait;" ::: "memory");
     FA2D_MARK(8, 0.0f);
 #endif
 }

@@ -26,6 +26,20 @@
 #define FA2D_KNOCKOUT 0
 #endif
 enum { FA2D_KO_WAIT = 1, FA2D_KO_STEPS = 2, FA2D_KO_INPUTS = 4, FA2D_KO_MERGE = 8 };
+// Where output d of row r sits in a warp's O rows [rows][HD] in shared memory:
+// bits 1-2 of d flipped by (r / 2) % 4, so that the pairs
+// fa2d_mma_store_warp stores (lane (g, t): rows 2t and 2t + 1, columns 8g + c
+// and 8g + c + 1) fall in distinct banks within each half-warp (unswizzled,
+// the 4 t of a half-warp hit the same banks: 4 ways), while any 32
+// consecutive outputs of a row, which the merges read, stay in 32 banks (a
+// permutation within each 8). Stores and loads of those rows all go through it.
+// H200, Qwen3-8B: the stores' phase of the cluster kernel ~1,030 -> ~575
+// cycles; attention_bench at 512 5.78 -> 5.00 us; the steps at 512 AWQ -0.021
+// ms, int8 -0.015 (bench/notes/fa2-decode.md, fourteenth session).
+template <int HD> __device__ __forceinline__ int fa2d_o_col(int r, int d)
+{
+    return HD % 8 == 0 ? d ^ ((r >> 1 & 3) << 1) : d;
+}
 
 // Timeline, for timing only (-DFA2D_TIMELINE=1): thread 0 of each block of
 // unit 0 of the cluster kernel stamps %globaltimer and clock64 at its marks
@@ -239,7 +253,7 @@ template <int R> struct fa2d_combine_smem {
     unsigned int last;               // fused: this block combines
 };
 
-template <int R, int HD> union fa2d_smem {
+template <int R, int HD> union __align__(16) fa2d_smem { // 16: fa2d_mma_store_warp stores pairs
     struct {
         float o[FA2D_WARPS][R][HD];
         float m[FA2D_WARPS][R];
@@ -406,7 +420,7 @@ __device__ void fa2d_write_partial(const fa2d_params &P, fa2d_smem<R, HD> &sm, i
             float mw = sm.merge.m[w][r];
             float e = mw == -INFINITY ? 0.0f : fa2d_exp<LOG2>(mw - M);
             L += e * sm.merge.l[w][r];
-            O += e * sm.merge.o[w][r][d];
+            O += e * sm.merge.o[w][r][fa2d_o_col<HD>(r, d)];
         }
         const int64_t row = (int64_t)split * P.heads + head0 + r;
         P.partial_o[row * HD + d] = O / L;

@@ -283,13 +283,13 @@ __device__ __forceinline__ void fa2d_mma_store_warp(const fa2d_mma_state<HD> &st
         l[2 * t] = st.l0;
         l[2 * t + 1] = st.l1;
     }
+    // columns d and d + 1 of each row as one 8-byte store (d even, and even
+    // where fa2d_o_col puts it; rows 2t and 2t + 1 share the swizzle)
 #pragma unroll
     for (int i = 0; i < HD / 16; i++) {
-        const int d = 8 * (g + 8 * (i / 4)) + 2 * (i % 4);
-        o[2 * t][d] = st.o[i][0];
-        o[2 * t + 1][d] = st.o[i][1];
-        o[2 * t][d + 1] = st.o[i][2];
-        o[2 * t + 1][d + 1] = st.o[i][3];
+        const int d = fa2d_o_col<HD>(2 * t, 8 * (g + 8 * (i / 4)) + 2 * (i % 4));
+        *reinterpret_cast<float2 *>(&o[2 * t][d]) = make_float2(st.o[i][0], st.o[i][2]);
+        *reinterpret_cast<float2 *>(&o[2 * t + 1][d]) = make_float2(st.o[i][1], st.o[i][3]);
     }
 }
 

@@ -151,7 +151,7 @@ __global__ void __launch_bounds__(FA2D_THREADS, 1) fa2d_split_simt(const fa2d_pa
         for (int r = 0; r < R; r++) {
 #pragma unroll
             for (int i = 0; i < VEC; i++)
-                sm.merge.o[warp][r][sub * VEC + i] = acc[r][i];
+                sm.merge.o[warp][r][fa2d_o_col<HD>(r, sub * VEC + i)] = acc[r][i];
             if (sub == 0) {
                 sm.merge.m[warp][r] = m[r];
                 sm.merge.l[warp][r] = l[r];
