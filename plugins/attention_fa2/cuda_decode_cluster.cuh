@@ -172,6 +172,7 @@ __global__ void __launch_bounds__(W * 32, 16 / W) fa2d_cluster_mma(const fa2d_pa
     // fa2-decode.md, fourteenth session). The warps' partial (M, L, O) meet in
     // this block's warp area, free since the block merge; warp 0 merges them.
     constexpr int SRC = (C + W - 1) / W;
+    static_assert(3 * 32 <= R * HD, "the warps' partials fit their warp's O rows");
     float *part = &sm.o[0][0][0]; // [3][W][32]
     const int lane = threadIdx.x & 31;
     for (int base = 0; base < share; base += 32) { // block-uniform
