@@ -11,7 +11,9 @@
 # NAME=@FILE:PATH (this working tree, its untracked files too, with PATH
 # replaced by FILE, e.g. the version at HEAD:
 # "old=@/tmp/cuda_quant.cu:plugins/ops_common/cuda_quant.cu"; several
-# FILE:PATH pairs separated by commas). "base" is
+# FILE:PATH pairs separated by commas), or NAME=@@REV (the tree at git
+# revision REV, e.g. "before=@@8d6ef86": a change against the code before
+# it). "base" is
 # always run first: BUILD_DIR's own plugins. BENCH_COMMAND runs once per
 # variant and repeat with {PLUGINS} replaced by the variant's plugin folder:
 #
@@ -49,7 +51,11 @@ plugin_dir() {
 # build_variant NAME SPEC: BUILD_DIR's plugins with TARGET rebuilt.
 build_variant() {
   local name=$1 spec=$2 src=. flags=""
-  if [ "${spec:0:1}" = "@" ]; then
+  if [ "${spec:0:2}" = "@@" ]; then
+    src="$work/$name/src"
+    mkdir -p "$src"
+    git archive "${spec:2}" | tar -x -C "$src" || return 1
+  elif [ "${spec:0:1}" = "@" ]; then
     local pair file path
     src="$work/$name/src"
     mkdir -p "$src"
