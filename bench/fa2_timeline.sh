@@ -12,19 +12,31 @@
 # (bench/notes/fa2-decode.md, "A timeline of the cluster kernel").
 #
 #   bash bench/fa2_timeline.sh BUILD_DIR
-# Environment: LENS, MODEL, WORK (/tmp/orin-timeline).
+# Each printed row is followed by its phases in cycles, the marks' differences
+# (`phases:` the wait; p and the piece; the steps; the warps' stores; the
+# block merge; barrier 1; the cluster merge; barrier 2; with the early staging,
+# the default, the cluster kernel marks the piece after its steps, so the
+# second phase holds the steps and the third is ~40 cycles): %globaltimer
+# moves in 32 ns steps that disagree with the cycles phase by phase, so the
+# cycles are the figures to read.
+# Environment: LENS, MODEL, WORK (/tmp/orin-timeline), FLAGS (more -D flags
+# for the timing build, e.g. a variant's).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:?usage: fa2_timeline.sh BUILD_DIR}
 work=${WORK:-/tmp/orin-timeline}
 TARGET=attention_fa2 WORK=$work REPEATS=1 bash bench/ab_variants.sh "$build" \
-  "tl=-DFA2D_TIMELINE=1" -- true >"$work.log" 2>&1 ||
+  "tl=-DFA2D_TIMELINE=1 ${FLAGS:-}" -- true >"$work.log" 2>&1 ||
   { echo "fa2_timeline.sh: the build failed ($work.log)" >&2; exit 1; }
 plugins=$work/tl/plugins
 [ -f "$plugins/attention_fa2.so" ] || { echo "fa2_timeline.sh: no plugin ($work.log)" >&2; exit 1; }
-# last_call LOG: the last printed call's rows, or why there are none.
+# last_call LOG: the last printed call's rows, each with its phases in cycles
+# (the differences of its cycle stamps), or why there are none.
 last_call() {
-  grep "fa2d timeline" "$1" | tail -16 | grep . || echo "(no timeline: $(tail -1 "$1"))"
+  grep "fa2d timeline" "$1" | tail -16 |
+    awk '{ print; c = 0; for (i = 1; i <= NF; i++) if ($i == "cycles:") c = i
+           if (c) { line = "    phases:"; for (i = c + 2; i <= NF; i++) line = line sprintf(" %6d", $i - $(i - 1)); print line } }' |
+    grep . || echo "(no timeline: $(tail -1 "$1"))"
 }
 for len in ${LENS:-512}; do
   "$build/attention_bench" --mode decode --providers fa2 --dtypes f16 --decode-lens "$len" \
