@@ -10,7 +10,8 @@
 # Environment: PRODUCTS (gate_up; "none": no matmul_bench line), FORMATS (awq
 # int8), SHAPE (qwen3-8b), WORK (/tmp/orin-shaped: the folders of
 # bench/make_shaped_model.py, SHAPE and SHAPE-awq). Prints the products (at
-# Qwen3-8B's widths, matmul_bench's) on one line, then a line a model.
+# Qwen3-8B's widths, matmul_bench's) on one line, then a line a model
+# (bench/env_ab.sh's rows, which run it).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:?usage: quant_ab_row.sh BUILD_DIR PLUGINS}
@@ -18,25 +19,14 @@ plugins=${2:?usage: quant_ab_row.sh BUILD_DIR PLUGINS}
 work=${WORK:-/tmp/orin-shaped}
 formats=${FORMATS:-awq int8}
 shape=${SHAPE:-qwen3-8b}
+for f in $formats; do
+  [ "$f" = awq ] || [ "$f" = int8 ] ||
+    { echo "quant_ab_row.sh: format $f: awq or int8" >&2; exit 1; }
+done
 [ "${PRODUCTS:-}" = none ] || "$build/matmul_bench" --norm --formats "$(echo $formats | tr ' ' ,)" --dtypes f16 \
   --products "${PRODUCTS:-gate_up}" --plugins "$plugins" 2>/dev/null |
   grep -E "^(qkv|o|gate_up|down) " |
   sed -E 's/^(\S+) +(\S+).*graph +([0-9.]+) us.* ([0-9.]+) %(.*)/\1 \2 \3 us \4 %\5/' | tr '\n' ';'
 [ "${PRODUCTS:-}" = none ] || echo
-for f in $formats; do
-  case $f in
-    awq) model=(--set model.path="$work/$shape-awq") ;;
-    int8) model=(--set model.path="$work/$shape" --set model.quant=int8) ;;
-    *) echo "quant_ab_row.sh: format $f: awq or int8" >&2; exit 1 ;;
-  esac
-  "$build/orin-run" --bench --json --set runtime.device=cuda --set model.dtype=f16 \
-    --set attention.backend=fa2 --set runtime.cuda_graph=true --set runtime.max_context=648 \
-    --set bench.prompt_tokens=512 --set bench.gen_tokens=128 "${model[@]}" \
-    --set plugins.dir="$plugins" 2>/dev/null | tail -1 |
-    python3 -c 'import json, sys
-d = json.loads(sys.stdin.read())
-print("model %s %s %.4f ms (%.1f %% of %.4f)" % (sys.argv[2], sys.argv[1],
-      d["decode_step_ms"], 100 * d["decode_roofline_fraction"], d["decode_floor_ms"]))' \
-      "$f" "$shape" 2>/dev/null ||
-    echo "model $f failed"
-done
+FORMATS=$formats SHAPE=$shape WORK=$work PLUGINS=$plugins VARIANTS=- ROUNDS=1 \
+  exec bash bench/env_ab.sh "$build"
