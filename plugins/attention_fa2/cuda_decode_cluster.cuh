@@ -16,7 +16,30 @@ template <int HD, int W> struct fa2d_cluster_smem {
     float block_o[FA2D_MMA_ROWS][HD]; // the block's O relative to block_m
     float block_m[FA2D_MMA_ROWS];
     float block_l[FA2D_MMA_ROWS];
+    float4 weight[FA2D_MMA_ROWS][W / 4]; // row r's exp2(m - block_m) of each warp
 };
+
+// A row's weights in the block merge: thread i < R W takes warp w = i % W of
+// row r = i / W, given that warp's (m, l) of the row (m = -inf for none):
+// returns exp2(m - M), M the row's max over the W warps, and sets *M and *L
+// (the row's sum of weight times l).
+template <int W>
+__device__ __forceinline__ float fa2d_row_weight(float m, float l, float *M, float *L)
+{
+    static_assert(W <= 32 && (W & (W - 1)) == 0, "a row's warps within a warp's lanes");
+    float mx = m;
+#pragma unroll
+    for (int o = 1; o < W; o <<= 1)
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    const float e = m == -INFINITY ? 0.0f : exp2f(m - mx);
+    float sum = e * l;
+#pragma unroll
+    for (int o = 1; o < W; o <<= 1)
+        sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    *M = mx;
+    *L = sum;
+    return e;
+}
 
 // The dynamic shared memory a block takes: the merge space, or with early
 // tiles (a K and a V tile a warp, warp w's at 2 w tiles from the start) the
@@ -137,25 +160,36 @@ __global__ void __launch_bounds__(W * 32, 16 / W) fa2d_cluster_mma(const fa2d_pa
     __syncthreads();
     FA2D_MARK(4, 0.0f);
 
-    // The block's rows from its warps (a warp without positions weighs 0).
-    for (int i = threadIdx.x; i < rows * HD; i += THREADS) {
-        const int r = i / HD, d = i % HD;
-        float M = -INFINITY;
-#pragma unroll
-        for (int w = 0; w < W; w++)
-            M = fmaxf(M, sm.m[w][r]);
-        float L = 0.0f, O = 0.0f;
-#pragma unroll
-        for (int w = 0; w < W; w++) {
-            const float mw = sm.m[w][r], e = mw == -INFINITY ? 0.0f : exp2f(mw - M);
-            L += e * sm.l[w][r];
-            O += e * sm.o[w][r][fa2d_o_col<HD>(r, d)];
-        }
-        sm.block_o[r][d] = O;
-        if (d == 0) {
+    // The block's rows from its warps (a warp without positions weighs 0):
+    // each row's W weights once (R W threads, whole warps), then each output
+    // is their dot product with the warps' values, its weights two or four
+    // float4 broadcasts. Computing the max and weights again for each of a
+    // row's outputs (16 broadcast loads and 8 exp2 an output) cost 0.015 ms a
+    // step (H200, Qwen3-8B AWQ at 512; bench/notes/fa2-decode.md, fifteenth).
+    static_assert(R * W % 32 == 0 && W % 4 == 0, "whole warps, float4 weights");
+    if (threadIdx.x < R * W) {
+        const int r = threadIdx.x / W, w = threadIdx.x % W;
+        float M, L;
+        const float e = fa2d_row_weight<W>(sm.m[w][r], sm.l[w][r], &M, &L);
+        reinterpret_cast<float *>(sm.weight[r])[w] = e;
+        if (w == 0) {
             sm.block_m[r] = M;
             sm.block_l[r] = L;
         }
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < rows * HD; i += THREADS) {
+        const int r = i / HD, c = fa2d_o_col<HD>(r, i % HD);
+        float O = 0.0f;
+#pragma unroll
+        for (int q = 0; q < W / 4; q++) {
+            const float4 e = sm.weight[r][q];
+            O += e.x * sm.o[4 * q][r][c];
+            O += e.y * sm.o[4 * q + 1][r][c];
+            O += e.z * sm.o[4 * q + 2][r][c];
+            O += e.w * sm.o[4 * q + 3][r][c];
+        }
+        sm.block_o[r][i % HD] = O;
     }
     FA2D_MARK(5, sm.block_l[0]);
     cluster.sync(); // release this block's rows, acquire the others'
