@@ -60,7 +60,7 @@ template <int HD, int W> __host__ __device__ constexpr size_t fa2d_cluster_smem_
 // Launch: grid (C, Hkv * row chunks) in clusters of C (8 to 16) blocks along
 // x, one cluster a (kv head, row chunk) unit; W x 32 threads (W = 16 warps:
 // dynamic shared memory fa2d_cluster_smem_bytes 128 KB at hd 128 with the
-// early tiles (70.7 KB without), one block an SM; W = 8: 64 KB (37 KB), up to
+// early tiles (71.2 KB without), one block an SM; W = 8: 64 KB (37.7 KB), up to
 // two an SM, so that a cluster of 16 fits in a GPC with fewer than 16 free
 // SMs); 128 registers. Block rank r takes piece r of the
 // p + 1 positions (fa2d_range with splits = C); its warps run the mma
