@@ -7,8 +7,9 @@
 
 // ---- the cluster kernel (sm_90: f16, bf16): one launch, no workspace ----
 
-// Per block: its warps' results, then the block's merged rows, which the
-// other blocks of the cluster read through distributed shared memory.
+// Per block: its warps' results and each row's weights for them, then the
+// block's merged rows, which the other blocks of the cluster read through
+// distributed shared memory.
 template <int HD, int W> struct fa2d_cluster_smem {
     float o[W][FA2D_MMA_ROWS][HD]; // each warp's O, unnormalised
     float m[W][FA2D_MMA_ROWS];
