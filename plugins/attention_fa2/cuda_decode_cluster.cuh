@@ -60,11 +60,6 @@ template <int HD, int W> __host__ __device__ constexpr size_t fa2d_cluster_smem_
                : sizeof(fa2d_cluster_smem<HD, W>);
 }
 
-// A measuring aid (-DFA2D_NO_ROPE=1): the prologue compiled out of the kernel.
-#ifndef FA2D_NO_ROPE
-#define FA2D_NO_ROPE 0
-#endif
-
 // ---- the rope_kv_write prologue (fa2d_params.rope_k) ----
 //
 // The layer's rope_kv_write, done by the kernel after its PDL wait instead of
@@ -291,7 +286,7 @@ __global__ void __launch_bounds__(W * 32, 16 / W) fa2d_cluster_mma(const fa2d_pa
     // (a hint, as the prefetch reads it; used only if p is the same after it)
     constexpr bool EARLY_OK = !(FA2D_KNOCKOUT & (FA2D_KO_INPUTS | FA2D_KO_STEPS));
     const bool early = EARLY_OK && P.early;
-    const bool rope = !FA2D_NO_ROPE && P.rope_k != nullptr;
+    const bool rope = P.rope_k != nullptr;
     unsigned char *tiles = fa2d_dynamic_smem + warp * 2 * fa2d_tile_bytes<HD>();
     T *qs = rope ? reinterpret_cast<T *>(fa2d_dynamic_smem + fa2d_rope_q_offset<T, HD, W>(early))
                  : nullptr;
