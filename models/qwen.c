@@ -221,10 +221,6 @@ static int bind_ops(orin_model *m, const orin_model_options *opt)
     if (bind_quant_ops(m, opt) != 0)
         return -1;
     bind_optional_ops(m, opt);
-    const char *env = getenv("ORIN_ATTN_ROPE");
-    m->op.rope_in_decode = m->op.rope_kv_write &&
-                           (m->op.attn_decode->flags & ORIN_OP_ROPE_PROLOGUE) &&
-                           !(env && strcmp(env, "0") == 0);
     return 0;
 }
 

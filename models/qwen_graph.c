@@ -213,23 +213,6 @@ static void add_rope(orin_model *m, graph_builder *b, orin_tensor q, orin_tensor
     ADD_NODE(b, m->op.rope, rk, "rope k", 2, &rk.x, &rk.x);
 }
 
-/* rope_kv_write's call for layer L (q/k norms where the model has them). */
-static orin_rope_kv_write_args rope_kv_write_call(const orin_model *m, const qwen_layer *L,
-                                                  orin_tensor q, orin_tensor k, orin_tensor v,
-                                                  orin_tensor pos, orin_tensor rope_pos,
-                                                  const orin_kv_view *cache)
-{
-    const orin_model_config *c = &m->cfg;
-    orin_rope_kv_write_args a = {.q = q, .k = k, .v = v, .positions = pos,
-                                 .rope_positions = rope_pos, .eps = (float)c->rms_norm_eps,
-                                 .theta = (float)c->rope_theta, .cache = *cache};
-    if (c->qk_norm) {
-        a.q_norm = L->q_norm;
-        a.k_norm = L->k_norm;
-    }
-    return a;
-}
-
 /* [Qwen3] q/k norms, RoPE on q and k, k and v into the cache at pos. */
 static void add_rope_cache(orin_model *m, graph_builder *b, const qwen_layer *L, orin_tensor q,
                            orin_tensor k, orin_tensor v, orin_tensor pos, orin_tensor rope_pos,
@@ -238,7 +221,14 @@ static void add_rope_cache(orin_model *m, graph_builder *b, const qwen_layer *L,
     const orin_model_config *c = &m->cfg;
     /* (a prefill with images rotates by its M-RoPE tables: the plain ops) */
     if (m->op.rope_kv_write && !m->img) {
-        orin_rope_kv_write_args a = rope_kv_write_call(m, L, q, k, v, pos, rope_pos, cache);
+        orin_rope_kv_write_args a = {.q = q, .k = k, .v = v, .positions = pos,
+                                     .rope_positions = rope_pos,
+                                     .eps = (float)c->rms_norm_eps,
+                                     .theta = (float)c->rope_theta, .cache = *cache};
+        if (c->qk_norm) {
+            a.q_norm = L->q_norm;
+            a.k_norm = L->k_norm;
+        }
         /* q and k read and written, v read, k and v written to the cache */
         ADD_NODE(b, m->op.rope_kv_write, a, "rope_kv_write", 7, &a.q, &a.q, &a.k, &a.k, &a.k,
                  &a.v, &a.v);
@@ -283,10 +273,7 @@ static void add_attention_block(orin_model *m, graph_builder *b, int32_t l, int6
     orin_kv_view cache = orin_kv_cache_view(m->kv, l);
     /* a Qwen3-VL model rotates by its own positions (struct orin_model) */
     orin_tensor rope_pos = m->cfg.vl.is_vl ? rows1(&m->rope_pos, n) : pos;
-    /* a decode step's rope_kv_write: by the attention itself where it takes it */
-    const bool prologue = decode && m->op.rope_in_decode && !m->img;
-    if (!prologue)
-        add_rope_cache(m, b, L, q, k, v, pos, rope_pos, &cache, n);
+    add_rope_cache(m, b, L, q, k, v, pos, rope_pos, &cache, n);
 
     orin_attention_args at = {
         .q = q,
@@ -296,15 +283,9 @@ static void add_attention_block(orin_model *m, graph_builder *b, int32_t l, int6
         .scale = (float)(1.0 / sqrt((double)hd)),
         .max_kv_len = max_kv_len,
     };
-    if (prologue) {
-        const orin_rope_kv_write_args r = rope_kv_write_call(m, L, q, k, v, pos, rope_pos, &cache);
-        at.rope = (orin_attention_rope){.k = r.k, .v = r.v, .q_norm = r.q_norm,
-                                        .k_norm = r.k_norm, .rope_positions = r.rope_positions,
-                                        .eps = r.eps, .theta = r.theta};
-    }
-    /* q and out (and the prologue's k and v), then K and V of every cache position read */
+    /* q and out, then K and V of every cache position read */
     orin_node_bytes at_bytes = {
-        .fixed = bytes_of(4, &at.q, &at.out, &at.rope.k, &at.rope.v),
+        .fixed = bytes_of(2, &at.q, &at.out),
         .per_position = 2.0 * (double)(Hkv * hd) * (double)orin_dtype_size(m->dtype),
     };
     ADD_NODE_BYTES(b, decode ? m->op.attn_decode : m->op.attn_prefill, at, "attention", at_bytes);

@@ -59,11 +59,6 @@ typedef struct qwen_ops {
      * their format, and their fused q/k/v and gate/up+SwiGLU (optional, from
      * the provider of the matmul, whose prepare laid the weights out). */
     const orin_op_impl *matmul_quant[3], *matmul_qkv_quant[3], *matmul_swiglu_quant[3];
-    /* Decode steps hand rope_kv_write to the attention as its prologue
-     * (orin_attention_args.rope): rope_kv_write is bound and attn_decode is
-     * flagged ORIN_OP_ROPE_PROLOGUE; ORIN_ATTN_ROPE=0 keeps the two apart (A/B
-     * runs, tests). */
-    bool rope_in_decode;
 } qwen_ops;
 
 /* A decode step's graph, run eagerly once (ops create their handles, pick their

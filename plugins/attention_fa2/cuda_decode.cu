@@ -94,7 +94,6 @@
 // bench/carveout.sh). Unset or empty: auto+mma. An unknown word is an error.
 #include "cuda.h"
 
-#include "orin/cuda_rope.cuh"
 #include "orin/cuda_util.cuh"
 #include "orin/error.h"
 #include "orin/op_check.h"
@@ -338,8 +337,6 @@ template <typename T, int HD, int C, int W> int fa2d_cluster_capacity(const orin
     int clusters = 0;
     const fa2d_kernel kernel = fa2d_cluster_mma<T, HD, C, W>;
     const int smem = (int)fa2d_cluster_smem_bytes<HD, W>(true); // the larger: with early tiles
-    // allowed: what the rope prologue adds without early tiles too
-    const int most = smem + (int)fa2d_rope_extra<T, HD, W>(false);
     cudaLaunchAttribute attr = {};
     attr.id = cudaLaunchAttributeClusterDimension;
     attr.val.clusterDim.x = C;
@@ -351,7 +348,7 @@ template <typename T, int HD, int C, int W> int fa2d_cluster_capacity(const orin
     lc.attrs = &attr;
     lc.numAttrs = 1;
     if (orin_cu_cc_major(ex) < 9 ||
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, most) !=
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) !=
             cudaSuccess ||
         (C > 8 && cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed,
                                        1) != cudaSuccess) ||
@@ -471,8 +468,6 @@ int fa2d_launch_cluster(const orin_exec *ex, orin_dtype dt, const fa2d_config *c
     P.prefetch_steps = cfg->prefetch;
     P.early = cfg->early;
     size_t smem = fa2d_cluster_smem_bytes<HD, W>(cfg->early) + (size_t)cfg->pad_kb * 1024;
-    if (P.rope_k)
-        smem += fa2d_rope_extra<T, HD, W>(cfg->early);
     if (cfg->pad_kb)
         (void)cudaFuncSetAttribute(fa2d_cluster_mma<T, HD, C, W>,
                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
@@ -481,9 +476,8 @@ int fa2d_launch_cluster(const orin_exec *ex, orin_dtype dt, const fa2d_config *c
 #if FA2D_TIMELINE
     fa2d_dump_timeline(ex, C);
 #endif
-    return orin_cu_launched(FA2D_LABEL, dt, "cluster of %d x %d warps%s, heads %d, head_dim %d, "
-                            "units %d, max_kv_len %d", C, W, P.rope_k ? " with rope_kv_write" : "",
-                            P.heads, HD, units, P.max_kv_len);
+    return orin_cu_launched(FA2D_LABEL, dt, "cluster of %d x %d warps, heads %d, head_dim %d, "
+                            "units %d, max_kv_len %d", C, W, P.heads, HD, units, P.max_kv_len);
 }
 
 template <typename T, int HD, int W>
@@ -498,31 +492,16 @@ int fa2d_launch_cluster_w(const orin_exec *ex, orin_dtype dt, const fa2d_config 
     }
 }
 
-// The cluster kernel where fa2d_cluster_size picks it (*launched), with P's
-// rope prologue if it has one.
 template <typename T, int HD>
 int fa2d_try_cluster(const orin_exec *ex, orin_dtype dt, const fa2d_config *cfg, fa2d_params P,
                      int units, int32_t max_kv_len, bool *launched)
 {
     const fa2d_cluster_shape shape = fa2d_cluster_size<T, HD>(ex, cfg, units, max_kv_len);
     *launched = shape.c != 0;
-    if (!*launched)
+    if (!shape.c)
         return 0;
     return shape.w == 8 ? fa2d_launch_cluster_w<T, HD, 8>(ex, dt, cfg, P, units, shape.c)
                         : fa2d_launch_cluster_w<T, HD, 16>(ex, dt, cfg, P, units, shape.c);
-}
-
-// The rope prologue as rope_kv_write's own kernel before the attention (the
-// split kernels): q rotated in place, the cache written.
-template <typename T>
-int fa2d_rope_apart(const orin_exec *ex, const orin_attention_args *a, orin_dtype dt,
-                    fa2d_params *P)
-{
-    if (!P->rope_k)
-        return 0;
-    P->rope_k = NULL;
-    const orin_rope_kv_write_args rk = orin_attention_rope_call(a);
-    return rope_kv_write_launch<T>(ex, &rk, dt, FA2D_LABEL " (its rope_kv_write)");
 }
 
 template <typename T>
@@ -559,8 +538,6 @@ int fa2d_launch(const orin_exec *ex, const orin_attention_args *a, orin_dtype dt
                 return rc;
         }
     }
-    if (fa2d_rope_apart<T>(ex, a, dt, &P))
-        return -1;
 
     size_t smem = 0; // dynamic: the cp.async kernel's rings
     const int tiles = mma && cfg->cp ? fa2d_cp_tiles(cfg->cp, hd) : 0;
@@ -602,28 +579,10 @@ extern "C" size_t fa2_cuda_decode_workspace_size(const orin_attention_args *a)
            ((size_t)a->q.shape[2] + 1) * sizeof(float);
 }
 
-// The attention's checks on the call without its rope prologue, then the
-// prologue's as rope_kv_write's.
-static int fa2d_check(const orin_exec *ex, const orin_attention_args *a, orin_dtype dt)
-{
-    if (orin_check_exec(FA2D_LABEL, ex, ORIN_DEVICE_CUDA))
-        return -1;
-    if (!a)
-        return orin_check_attention(FA2D_LABEL, a, ORIN_DEVICE_CUDA, dt, true);
-    orin_attention_args plain = *a;
-    plain.rope = (orin_attention_rope){};
-    if (orin_check_attention(FA2D_LABEL, &plain, ORIN_DEVICE_CUDA, dt, true))
-        return -1;
-    if (!a->rope.k.data)
-        return 0;
-    const orin_rope_kv_write_args rk = orin_attention_rope_call(a);
-    return orin_check_rope_kv_write(FA2D_LABEL " (its rope_kv_write)", ex, &rk,
-                                    ORIN_DEVICE_CUDA, dt);
-}
-
 extern "C" int fa2_cuda_decode(const orin_exec *ex, const orin_attention_args *a, orin_dtype dt)
 {
-    if (fa2d_check(ex, a, dt))
+    if (orin_check_exec(FA2D_LABEL, ex, ORIN_DEVICE_CUDA) ||
+        orin_check_attention(FA2D_LABEL, a, ORIN_DEVICE_CUDA, dt, true))
         return -1;
     const int64_t hd = a->q.shape[2];
     if (hd != 64 && hd != 128)
@@ -639,7 +598,7 @@ extern "C" int fa2_cuda_decode(const orin_exec *ex, const orin_attention_args *a
     fa2d_config cfg;
     if (fa2d_parse_config(&cfg))
         return -1;
-    fa2d_params P = {
+    const fa2d_params P = {
         .q = a->q.data,
         .out = a->out.data,
         .positions = (const int32_t *)a->positions.data,
@@ -656,21 +615,7 @@ extern "C" int fa2_cuda_decode(const orin_exec *ex, const orin_attention_args *a
         .slab = -1,
         .prefetch_steps = 0, // fa2d_launch, for the kernel it picks
         .early = 0,          // the cluster kernel's launch
-        .rope_k = a->rope.k.data,
-        .rope_v = a->rope.v.data,
-        .q_norm = a->rope.q_norm.data,
-        .k_norm = a->rope.k_norm.data,
-        .rope_positions = (const int32_t *)(a->rope.rope_positions.data
-                                                ? a->rope.rope_positions.data
-                                                : a->positions.data),
-        .rope_eps = a->rope.eps,
-        .rope_inv_freq = {},
     };
-    if (P.rope_k) {
-        rope_table table;
-        rope_table_fill(&table, (int)(hd / 2), (int)hd, a->rope.theta);
-        memcpy(P.rope_inv_freq, table.inv_freq, (size_t)(hd / 2) * sizeof(float));
-    }
     ORIN_CU_DISPATCH(dt, FA2D_LABEL, T, return fa2d_launch<T>(ex, a, dt, &cfg, P));
     return 0;
 }

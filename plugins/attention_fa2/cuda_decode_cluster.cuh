@@ -5,8 +5,6 @@
 
 #include "cuda_decode_mma.cuh"
 
-#include "orin/cuda_rope.cuh"
-
 // ---- the cluster kernel (sm_90: f16, bf16): one launch, no workspace ----
 
 // Per block: its warps' results and each row's weights for them, then the
@@ -60,194 +58,6 @@ template <int HD, int W> __host__ __device__ constexpr size_t fa2d_cluster_smem_
                : sizeof(fa2d_cluster_smem<HD, W>);
 }
 
-// ---- the rope_kv_write prologue (fa2d_params.rope_k) ----
-//
-// The layer's rope_kv_write, done by the kernel after its PDL wait instead of
-// by a kernel of its own before it (one launch and its PDL handoff fewer a
-// layer: rope_kv_write knocked out of the step was worth ~2 us a layer on the
-// H200, bench/notes/fa2-decode.md). Warp w < rows rotates the block's q row w
-// into shared memory (fa2d_rope_q), which the warps then read their q
-// fragments from; warp W - 1 of the block whose piece holds p rotates k, and
-// writes k's and v's row p into the cache and, where p is in a warp's first
-// step staged before the wait (early), into that warp's tiles
-// (fa2d_early_issue left the row alone), so that the steps never read back
-// what the block just wrote. The q rows take no shared memory of their own,
-// which would cost the block its place in the 132 KB configuration
-// (fa2d_cluster_smem_bytes): with early tiles they are warp W - 1's, whose
-// first step then loads from global memory like a later one (the last warp
-// is the last to have positions: none at 512 with 16 blocks), and without,
-// after the merge space.
-// Lane l takes pairs j = l + 32 i of a head, the pairs rope_kv_write's thread j
-// takes, and sums the squares in its order (orin_cu_block_sum: a warp's 32
-// pairs by orin_cu_warp_sum, then the warps' sums the same way), with its
-// arithmetic (rope_norm_rotate): the rows are bit for bit rope_kv_write's.
-
-// Where the rotated q rows live, and the shared memory the kernel asks for
-// beyond fa2d_cluster_smem_bytes with the prologue (W - 1's tiles hold R rows
-// of hd: 2 tiles of 16).
-template <typename T, int HD, int W>
-__host__ __device__ constexpr size_t fa2d_rope_q_offset(bool early)
-{
-    return early ? (size_t)(W - 1) * 2 * fa2d_tile_bytes<HD>()
-                 : sizeof(fa2d_cluster_smem<HD, W>);
-}
-template <typename T, int HD, int W> __host__ __device__ constexpr size_t fa2d_rope_extra(bool early)
-{
-    static_assert(FA2D_MMA_ROWS * HD * sizeof(T) <= 2 * fa2d_tile_bytes<HD>(), "q in a warp's tiles");
-    return early ? 0 : (size_t)FA2D_MMA_ROWS * HD * sizeof(T);
-}
-
-// What a lane keeps across the PDL wait: the angle's position (read before
-// the wait, a hint) and its cos and sin there, and its pairs' norm weights.
-template <int HD> struct fa2d_rope_lane {
-    static constexpr int K = HD / 64; // pairs a lane
-    int32_t rp;
-    float c[K], s[K], qn1[K], qn2[K], kn1[K], kn2[K];
-};
-
-template <int HD>
-__device__ __forceinline__ void fa2d_rope_angles(const fa2d_params &P, int32_t rp,
-                                                 fa2d_rope_lane<HD> &L)
-{
-    const int lane = threadIdx.x & 31;
-    L.rp = rp;
-#pragma unroll
-    for (int i = 0; i < fa2d_rope_lane<HD>::K; i++) {
-        // the lane's entry by constant indices: a parameter array indexed by
-        // the lane would be copied to local memory first
-        float inv = 0.0f;
-#pragma unroll
-        for (int l = 0; l < 32; l++)
-            inv = lane == l ? P.rope_inv_freq[l + 32 * i] : inv;
-        rope_cos_sin_inv(rp, inv, &L.c[i], &L.s[i]);
-    }
-}
-
-// Before the wait: the angles at the position read there, and the norm weights
-// (never written by a kernel).
-template <typename T, int HD>
-__device__ __forceinline__ void fa2d_rope_early(const fa2d_params &P, fa2d_rope_lane<HD> &L)
-{
-    constexpr int K = fa2d_rope_lane<HD>::K, HALF = HD / 2;
-    const int lane = threadIdx.x & 31;
-    fa2d_rope_angles<HD>(P, *(const volatile int32_t *)P.rope_positions, L);
-    const T *qn = (const T *)P.q_norm, *kn = (const T *)P.k_norm;
-#pragma unroll
-    for (int i = 0; i < K; i++) {
-        const int j = lane + 32 * i;
-        L.qn1[i] = qn ? orin_cu_f32(qn[j]) : 0.0f;
-        L.qn2[i] = qn ? orin_cu_f32(qn[j + HALF]) : 0.0f;
-        L.kn1[i] = kn ? orin_cu_f32(kn[j]) : 0.0f;
-        L.kn2[i] = kn ? orin_cu_f32(kn[j + HALF]) : 0.0f;
-    }
-}
-
-// A head's row `src` (hd raw values), rmsnorm'ed where `norm` and rotated:
-// the lane's pairs j = lane + 32 i into y1[i] (element j) and y2[i] (j + hd/2).
-template <typename T, int HD>
-__device__ __forceinline__ void fa2d_rope_row(const T *src, bool norm, const float (&n1)[HD / 64],
-                                              const float (&n2)[HD / 64], float eps,
-                                              const fa2d_rope_lane<HD> &L, T (&y1)[HD / 64],
-                                              T (&y2)[HD / 64])
-{
-    constexpr int K = HD / 64, HALF = HD / 2;
-    const int lane = threadIdx.x & 31;
-    float x1[K], x2[K];
-#pragma unroll
-    for (int i = 0; i < K; i++) {
-        x1[i] = orin_cu_f32(src[lane + 32 * i]);
-        x2[i] = orin_cu_f32(src[lane + 32 * i + HALF]);
-    }
-    float ss = 0.0f;
-    if (norm) {
-        float warps = 0.0f; // lane i: the sum of pairs 32 i .. 32 i + 31
-#pragma unroll
-        for (int i = 0; i < K; i++) {
-            const float w = orin_cu_warp_sum(fmaf(x1[i], x1[i], x2[i] * x2[i]));
-            warps = lane == i ? w : warps;
-        }
-        ss = orin_cu_warp_sum(warps);
-    }
-#pragma unroll
-    for (int i = 0; i < K; i++)
-        rope_norm_rotate<T>(x1[i], x2[i], norm, ss, HD, eps, n1[i], n2[i], L.c[i], L.s[i], &y1[i],
-                            &y2[i]);
-}
-
-// Element d of tile row r (fa2d_swz's layout) as a shared-memory pointer.
-template <typename T, int HD>
-__device__ __forceinline__ T *fa2d_tile_elem(unsigned char *tile, int r, int d)
-{
-    constexpr int CPR = HD / 8;
-    return reinterpret_cast<T *>(tile + 16 * (r * CPR + ((d / 8) ^ fa2d_swz(r)))) + d % 8;
-}
-
-// After the wait, every thread of the block: the q rows into qs, and (warp
-// W - 1 of a block that writes row p) k and v's row p into the cache and, with
-// `tile_row` >= 0, into the K and V tiles at `tiles`; then a block barrier.
-// `writes`: this block writes the cache's row p (the block whose piece holds
-// p, or with p outside every piece, rank 0 of row chunk 0, as rope_kv_write
-// still writes the cache there); `fence`: the block's steps read row p back
-// from global memory, so the writes must be seen there first.
-template <typename T, int HD, int W>
-__device__ __forceinline__ void fa2d_rope_prologue(const fa2d_params &P, fa2d_rope_lane<HD> &L,
-                                                   int32_t p, int kvh, int head0, int rows, T *qs,
-                                                   bool writes, int tile_row, unsigned char *tiles,
-                                                   bool fence)
-{
-    constexpr int K = HD / 64, HALF = HD / 2;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int32_t rp = P.rope_positions[0];
-    if (rp != L.rp) // warp-uniform: the kernel before moved it after all
-        fa2d_rope_angles<HD>(P, rp, L);
-    T y1[K], y2[K];
-    if (warp < rows) {
-        fa2d_rope_row<T, HD>((const T *)P.q + (int64_t)(head0 + warp) * HD, P.q_norm != nullptr,
-                             L.qn1, L.qn2, P.rope_eps, L, y1, y2);
-#pragma unroll
-        for (int i = 0; i < K; i++) {
-            qs[warp * HD + lane + 32 * i] = y1[i];
-            qs[warp * HD + lane + 32 * i + HALF] = y2[i];
-        }
-    }
-    if (warp == W - 1 && writes) {
-        const T *v = (const T *)P.rope_v + (int64_t)kvh * HD;
-        T v1[K], v2[K];
-#pragma unroll
-        for (int i = 0; i < K; i++) {
-            v1[i] = v[lane + 32 * i];
-            v2[i] = v[lane + 32 * i + HALF];
-        }
-        fa2d_rope_row<T, HD>((const T *)P.rope_k + (int64_t)kvh * HD, P.k_norm != nullptr, L.kn1,
-                             L.kn2, P.rope_eps, L, y1, y2);
-        if (p >= 0 && p < P.cache.capacity) {
-            T *ck = (T *)P.cache.k + orin_kv_offset(&P.cache, p, kvh);
-            T *cv = (T *)P.cache.v + orin_kv_offset(&P.cache, p, kvh);
-#pragma unroll
-            for (int i = 0; i < K; i++) {
-                ck[lane + 32 * i] = y1[i];
-                ck[lane + 32 * i + HALF] = y2[i];
-                cv[lane + 32 * i] = v1[i];
-                cv[lane + 32 * i + HALF] = v2[i];
-            }
-        }
-        if (tile_row >= 0) {
-            unsigned char *vt = tiles + fa2d_tile_bytes<HD>();
-#pragma unroll
-            for (int i = 0; i < K; i++) {
-                const int j = lane + 32 * i;
-                *fa2d_tile_elem<T, HD>(tiles, tile_row, j) = y1[i];
-                *fa2d_tile_elem<T, HD>(tiles, tile_row, j + HALF) = y2[i];
-                *fa2d_tile_elem<T, HD>(vt, tile_row, j) = v1[i];
-                *fa2d_tile_elem<T, HD>(vt, tile_row, j + HALF) = v2[i];
-            }
-        }
-        if (fence)
-            __threadfence();
-    }
-    __syncthreads();
-}
-
 // Launch: grid (C, Hkv * row chunks) in clusters of C (8 to 16) blocks along
 // x, one cluster a (kv head, row chunk) unit; W x 32 threads (W = 16 warps:
 // dynamic shared memory fa2d_cluster_smem_bytes 128 KB at hd 128 with the
@@ -286,24 +96,16 @@ __global__ void __launch_bounds__(W * 32, 16 / W) fa2d_cluster_mma(const fa2d_pa
     // (a hint, as the prefetch reads it; used only if p is the same after it)
     constexpr bool EARLY_OK = !(FA2D_KNOCKOUT & (FA2D_KO_INPUTS | FA2D_KO_STEPS));
     const bool early = EARLY_OK && P.early;
-    const bool rope = P.rope_k != nullptr;
     unsigned char *tiles = fa2d_dynamic_smem + warp * 2 * fa2d_tile_bytes<HD>();
-    T *qs = rope ? reinterpret_cast<T *>(fa2d_dynamic_smem + fa2d_rope_q_offset<T, HD, W>(early))
-                 : nullptr;
-    // with the prologue, the last warp's tiles hold the q rows: it stages nothing
-    const bool staged = early && !(rope && warp == W - 1);
-    fa2d_rope_lane<HD> rl;
-    if (rope)
-        fa2d_rope_early<T, HD>(P, rl);
     int32_t p0 = -1;
     int64_t begin, end;
     if (early) {
         p0 = *(const volatile int32_t *)P.positions;
         fa2d_range_at(P, p0, rank, &begin, &end);
         const int64_t base = begin + 16 * warp;
-        if (staged && base < end) // warp-uniform
+        if (base < end) // warp-uniform
             fa2d_early_issue<T, HD>(P.cache, kvh, base, min(end, (int64_t)p0),
-                                    orin_cu_smem_addr(tiles), rope ? p0 : -1);
+                                    orin_cu_smem_addr(tiles));
     } else {
         fa2d_prefetch_warp<T, HD>(P, rank, kvh, 16 * W);
     }
@@ -316,32 +118,15 @@ __global__ void __launch_bounds__(W * 32, 16 / W) fa2d_cluster_mma(const fa2d_pa
 
     fa2d_mma_state<HD> st;
     bool valid = true;
-    if (rope) {
-        // p's piece, and whether row p can go straight into a warp's early tiles
-        const int32_t p = P.positions[0];
-        int64_t pb, pe;
-        fa2d_range_at(P, p, rank, &pb, &pe);
-        const bool holds = pb <= p && p < pe; // false for an invalid p
-        const bool writes = holds || (!fa2d_valid_at(P, p) && rank == 0 && chunk == 0);
-        const bool direct = early && holds && p == p0 && p - pb < 16 * (W - 1);
-        unsigned char *ptiles = fa2d_dynamic_smem + (direct ? (p - pb) / 16 : 0) * 2 *
-                                                        fa2d_tile_bytes<HD>();
-        fa2d_rope_prologue<T, HD, W>(P, rl, p, kvh, head0, rows, qs, writes,
-                                     direct ? (int)((p - pb) % 16) : -1, ptiles,
-                                     holds && !direct);
-    }
     if (early) {
         // p's read goes out beside q's; the steps run on p0's piece meanwhile
         const int32_t p = P.positions[0];
         fa2d_mma_warp_range<T, HD, W>(P, kvh, head0, rows, begin, end, st,
-                                      fa2d_early_first_step{staged ? tiles : nullptr,
-                                                            rope ? -1 : p0},
-                                      qs);
+                                      fa2d_early_first_step{tiles, p0});
         valid = fa2d_valid_at(P, p);
         if (p != p0) { // block-uniform: the kernel before moved p after all
             fa2d_range_at(P, p, rank, &begin, &end);
-            fa2d_mma_warp_range<T, HD, W>(P, kvh, head0, rows, begin, end, st,
-                                          fa2d_no_first_step{}, qs);
+            fa2d_mma_warp_range<T, HD, W>(P, kvh, head0, rows, begin, end, st);
         }
         FA2D_MARK(2, end);
     } else {
@@ -354,8 +139,7 @@ __global__ void __launch_bounds__(W * 32, 16 / W) fa2d_cluster_mma(const fa2d_pa
         // cluster barrier it was an L2 round trip on the kernel's tail.
         if constexpr (!(FA2D_KNOCKOUT & FA2D_KO_INPUTS))
             valid = fa2d_valid_position(P);
-        fa2d_mma_warp_range<T, HD, W>(P, kvh, head0, rows, begin, end, st, fa2d_no_first_step{},
-                                      qs);
+        fa2d_mma_warp_range<T, HD, W>(P, kvh, head0, rows, begin, end, st);
     }
     FA2D_MARK(3, st.l0 + st.o[HD / 16 - 1][3]);
     if constexpr (FA2D_KNOCKOUT & FA2D_KO_MERGE) {

@@ -81,7 +81,6 @@ enum {
     FA2D_CLUSTER_TINY = 4096,  // ... up to which clusters of 16 8-warp blocks may be picked
     FA2D_PREFETCH_LONG = 4,    // warp steps from which a piece takes the default prefetch
     FA2D_PREFETCH_SHORT_BYTES = 3 << 20, // ... and a call's K/V bytes up to which every piece does
-    FA2D_ROPE_PAIRS = 64,      // the rope prologue's pairs a head at most (head_dim 128)
 };
 
 // The fused variant's arrival counters: [slab][kv head * row chunks + chunk].
@@ -103,13 +102,6 @@ struct fa2d_params {
     int prefetch_steps;          // K/V warp steps prefetched before the PDL wait (fa2d_prefetch_warp)
     int early;                   // cluster kernel: each warp's first step staged before the
                                  // wait (fa2d_early_first_step); its tiles alias the merge space
-    // The layer's rope_kv_write as the cluster kernel's prologue (fa2d_rope_prologue);
-    // rope_k NULL: none (q rotated and the cache written before the kernel).
-    const void *rope_k, *rope_v;      // [Hkv, hd]: the token's k and v as the product left them
-    const void *q_norm, *k_norm;      // [hd], or NULL: no norm
-    const int32_t *rope_positions;    // [1]: the rotation's position (positions where they agree)
-    float rope_eps;
-    float rope_inv_freq[FA2D_ROPE_PAIRS]; // rope_table_fill's, for pairs 0 .. hd/2 - 1
 };
 
 // ---- small device helpers ----

@@ -35,15 +35,10 @@ __device__ __forceinline__ uint32_t fa2d_word(const uint4 &v, int i)
 
 // Query row `row` (of H), 16-byte chunk `chunk`, as raw dtype bits; zeros past
 // the block's rows. Loaded element by element: q carries no alignment promise.
-// qs: the block's rows rotated in shared memory by the rope prologue (row
-// `row - head0` there, 16-byte aligned), read instead where given.
 template <typename T>
-__device__ __forceinline__ uint4 fa2d_q_chunk(const fa2d_params &P, int row, int chunk, bool ok,
-                                              const T *qs = nullptr, int head0 = 0)
+__device__ __forceinline__ uint4 fa2d_q_chunk(const fa2d_params &P, int row, int chunk, bool ok)
 {
     uint4 v = make_uint4(0u, 0u, 0u, 0u);
-    if (ok && qs)
-        return *reinterpret_cast<const uint4 *>(qs + (row - head0) * P.head_dim + chunk * 8);
     if (ok) {
         T e[8];
         const T *src = (const T *)P.q + (int64_t)row * P.head_dim + chunk * 8;
@@ -244,8 +239,7 @@ struct fa2d_no_first_step {
 template <typename T, int HD, int W, typename First = fa2d_no_first_step>
 __device__ __forceinline__ void fa2d_mma_warp_range(const fa2d_params &P, int kvh, int head0,
                                                     int rows, int64_t begin, int64_t end,
-                                                    fa2d_mma_state<HD> &st, First first = {},
-                                                    const T *qs = nullptr)
+                                                    fa2d_mma_state<HD> &st, First first = {})
 {
     constexpr int KJ = HD / 32;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -258,7 +252,7 @@ __device__ __forceinline__ void fa2d_mma_warp_range(const fa2d_params &P, int kv
         for (int j = 0; j < KJ; j++)
             qf[j] = FA2D_KNOCKOUT & FA2D_KO_INPUTS
                         ? make_uint4(0u, 0u, 0u, 0u)
-                        : fa2d_q_chunk<T>(P, head0 + g, 4 * j + t, g < rows, qs, head0);
+                        : fa2d_q_chunk<T>(P, head0 + g, 4 * j + t, g < rows);
         const orin_kv_view cache = P.cache;
         if (FA2D_KNOCKOUT & FA2D_KO_STEPS)
             base = end; // warp-uniform: no step runs
@@ -375,18 +369,15 @@ __device__ __forceinline__ int fa2d_swz(int row)
 // of a row; one warp instruction takes 512 contiguous-row bytes (2 rows at hd
 // 128, 4 at hd 64). MASKED: rows at or past `end` are zero-filled and read
 // nothing (their address is that of `base`, always < end).
-template <typename T, int HD, bool MASKED, bool LEAVE = false>
+template <typename T, int HD, bool MASKED>
 __device__ __forceinline__ void fa2d_cp_tile(const orin_kv_view &cache, const T *X, int kvh,
-                                             int64_t base, int64_t end, uint32_t slot,
-                                             int64_t leave = -1)
+                                             int64_t base, int64_t end, uint32_t slot)
 {
     constexpr int CPR = HD / 8, RPI = 32 / CPR; // chunks a row, rows an instruction
     const int lane = threadIdx.x & 31, r0 = lane / CPR, c = lane % CPR;
 #pragma unroll
     for (int i = 0; i < 16 / RPI; i++) {
         const int r = r0 + RPI * i;
-        if (LEAVE && base + r == leave)
-            continue; // LEAVE: row `leave` is neither copied nor zero-filled
         const bool ok = !MASKED || base + r < end;
         const T *src = X + orin_kv_offset(&cache, ok ? base + r : base, kvh) + 8 * c;
         orin_cu_cp_async16(slot + 16 * (r * CPR + (c ^ fa2d_swz(r))), src, ok ? 16 : 0);
@@ -556,15 +547,14 @@ __device__ __forceinline__ void fa2d_cp_warp_range(const fa2d_params &P, int kvh
 
 // Before the PDL wait: the K and V rows [base, base + 16) below `before` (p0,
 // or the piece's end) into the warp's tiles at shared address `tiles` (K,
-// then V), the others zero-filled (read nothing), but for row `leave` (the
-// rope prologue's p0, which it writes itself: -1 for none); one commit group.
+// then V), the others zero-filled (read nothing); one commit group.
 template <typename T, int HD>
 __device__ __forceinline__ void fa2d_early_issue(const orin_kv_view &cache, int kvh, int64_t base,
-                                                 int64_t before, uint32_t tiles, int64_t leave)
+                                                 int64_t before, uint32_t tiles)
 {
-    fa2d_cp_tile<T, HD, true, true>(cache, (const T *)cache.k, kvh, base, before, tiles, leave);
-    fa2d_cp_tile<T, HD, true, true>(cache, (const T *)cache.v, kvh, base, before,
-                                    tiles + fa2d_tile_bytes<HD>(), leave);
+    fa2d_cp_tile<T, HD, true>(cache, (const T *)cache.k, kvh, base, before, tiles);
+    fa2d_cp_tile<T, HD, true>(cache, (const T *)cache.v, kvh, base, before,
+                              tiles + fa2d_tile_bytes<HD>());
     orin_cu_cp_async_commit();
 }
 
@@ -589,10 +579,8 @@ __device__ __forceinline__ void fa2d_early_row(const orin_kv_view &cache, int kv
 }
 
 // fa2d_mma_warp_range's first step from the tiles fa2d_early_issue filled for
-// the same piece (p0's), p = p0 the position: row p copied in first (p = -1:
-// the rope prologue has put it there), then the same fragments and math as
-// fa2d_mma_step, so the same result bit for bit. No tiles: the warp staged
-// nothing, and takes no first step here.
+// the same piece (p0's), p = p0 the position: row p copied in first, then the
+// same fragments and math as fa2d_mma_step, so the same result bit for bit.
 struct fa2d_early_first_step {
     const unsigned char *tiles;
     int64_t p;
@@ -603,8 +591,6 @@ struct fa2d_early_first_step {
                                          float scale, fa2d_mma_state<HD> &st) const
     {
         constexpr int KJ = HD / 32;
-        if (!tiles) // warp-uniform
-            return false;
         const int g = (threadIdx.x & 31) >> 2;
         orin_cu_cp_async_wait<0>(); // the tiles issued before the wait
         __syncwarp();

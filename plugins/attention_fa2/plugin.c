@@ -73,9 +73,7 @@ static size_t cuda_decode_workspace(const void *args)
 }
 
 /* The decode grid follows max_kv_len and the SM count, never the position:
- * graph-safe. head_dim other than 64 and 128 is declined (supports). Decode
- * takes the layer's rope_kv_write as its prologue (cuda_decode.cu: inside the
- * cluster kernel where it fits, else rope_kv_write's kernel first). */
+ * graph-safe. head_dim other than 64 and 128 is declined (supports). */
 #define CUDA_IMPLS(dt, suffix)                                                      \
     {                                                                               \
         .op = ORIN_OP_ATTENTION_PREFILL, .provider = "fa2",                         \
@@ -85,8 +83,7 @@ static size_t cuda_decode_workspace(const void *args)
     {                                                                               \
         .op = ORIN_OP_ATTENTION_DECODE, .provider = "fa2",                          \
         .device = ORIN_DEVICE_CUDA, .dtype = dt, .run = cuda_decode_##suffix,       \
-        .workspace_size = cuda_decode_workspace,                                    \
-        .flags = ORIN_OP_GRAPH_SAFE | ORIN_OP_ROPE_PROLOGUE,                         \
+        .workspace_size = cuda_decode_workspace, .flags = ORIN_OP_GRAPH_SAFE,       \
         .supports = fa2_cuda_supports,                                              \
     }
 #endif

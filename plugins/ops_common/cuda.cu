@@ -8,7 +8,7 @@
  * multiprocessor, and depend on shapes and the device only, never on values in
  * device memory: everything here may be captured into a CUDA graph. */
 #include "cuda.h"
-#include "orin/cuda_rope.cuh"
+#include "cuda_rope.cuh"
 
 #include "orin/cuda_util.cuh"
 #include "orin/error.h"

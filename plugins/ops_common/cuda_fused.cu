@@ -13,7 +13,7 @@
 #include "cuda.h"
 #include "cuda_fused.h"
 #include "cuda_gemv.cuh"
-#include "orin/cuda_rope.cuh"
+#include "cuda_rope.cuh"
 
 #include "orin/cuda_util.cuh"
 #include "orin/op_check.h"
@@ -1240,7 +1240,84 @@ extern "C" int cuda_norm_in_apart(const orin_exec *ex, const orin_norm_in *norm,
     return 0;
 }
 
-// ---- rope_kv_write (the kernel: orin/cuda_rope.cuh) ----------------------------------
+// ---- rope_kv_write ------------------------------------------------------------------
+
+// Per (token, head slot): slots 0..H-1 are q heads, H..H+Hkv-1 k heads,
+// then Hkv v heads. A q/k head is loaded, rmsnorm'ed over hd when its norm
+// weight is given (rounded to T as the unfused rmsnorm stores it), rotated as
+// ops_common's rope does it (cuda_rope.cuh: the CPU's roundings), and stored; k and v heads also go to the cache at
+// the token's position (a position outside 0..capacity-1 is skipped; a
+// negative rotary position leaves NaN in q and k, as rope does). The rotation
+// is at rope_positions[token] (the caller passes positions when they agree).
+// Launch: grid (H + 2 Hkv, n), hd / 2 threads rounded up to whole warps (a
+// thread per rotated pair; the norm's block reduction wants whole warps);
+// bound by latency at decode sizes (a few KB per token).
+template <typename T>
+__global__ void rope_kv_write_kernel(T *__restrict__ q, T *__restrict__ k, const T *__restrict__ v,
+                                     const T *__restrict__ q_norm, const T *__restrict__ k_norm,
+                                     const int32_t *__restrict__ positions,
+                                     const int32_t *__restrict__ rope_positions, int heads,
+                                     int kv_heads, int hd, float eps, float theta,
+                                     orin_kv_view cache, rope_table table)
+{
+    __shared__ float scratch[32];
+    const int slot = blockIdx.x, token = blockIdx.y, half = hd / 2, j = threadIdx.x;
+    const bool live = j < half; // the last warp's spare threads add 0, write nothing
+    const bool is_q = slot < heads;
+    const T *norm = slot >= heads + kv_heads ? nullptr : is_q ? q_norm : k_norm;
+    // the norm weights are never written by a kernel: loaded before the PDL wait
+    const float n1 = norm && live ? orin_cu_f32(norm[j]) : 0.0f;
+    const float n2 = norm && live ? orin_cu_f32(norm[j + half]) : 0.0f;
+    orin_cu_allow_next();
+    orin_cu_wait_prior();
+    const int32_t pos = positions[token];
+    const bool in_cache = pos >= 0 && pos < cache.capacity;
+    // the rotary position goes out with the position and the row: one round trip
+    const int32_t rope_pos = slot < heads + kv_heads ? rope_positions[token] : 0;
+    if (slot >= heads + kv_heads) { // a v head: copy into the cache
+        int h = slot - heads - kv_heads;
+        const T *src = v + ((size_t)token * kv_heads + h) * hd;
+        if (in_cache && live) {
+            T *dst = (T *)cache.v + orin_kv_offset(&cache, pos, h);
+            dst[j] = src[j];
+            dst[j + half] = src[j + half];
+        }
+        return;
+    }
+    const int h = is_q ? slot : slot - heads;
+    T *row = is_q ? q + ((size_t)token * heads + h) * hd : k + ((size_t)token * kv_heads + h) * hd;
+    float x1 = live ? orin_cu_f32(row[j]) : 0.0f, x2 = live ? orin_cu_f32(row[j + half]) : 0.0f;
+    // the angle's double sincos before the norm's reduction, not after it
+    float c = 0.0f, s = 0.0f;
+    if (live)
+        rope_cos_sin(rope_pos, j, hd, theta, table, &c, &s);
+    if (norm) {
+        float ss = orin_cu_block_sum(fmaf(x1, x1, x2 * x2), scratch);
+        if (!live)
+            return;
+        float inv = 1.0f / sqrtf(ss / (float)hd + eps);
+        x1 = orin_cu_f32(orin_cu_from_f32<T>(n1 * (x1 * inv)));
+        x2 = orin_cu_f32(orin_cu_from_f32<T>(n2 * (x2 * inv)));
+    }
+    if (!live)
+        return;
+    float r1, r2;
+    rope_rotate(x1, x2, c, s, &r1, &r2);
+    T y1 = orin_cu_from_f32<T>(r1), y2 = orin_cu_from_f32<T>(r2);
+    row[j] = y1;
+    row[j + half] = y2;
+    if (!is_q && in_cache) {
+        T *dst = (T *)cache.k + orin_kv_offset(&cache, pos, h);
+        dst[j] = y1;
+        dst[j + half] = y2;
+    }
+}
+
+// A thread per rotated pair: any even head_dim up to 2048 (a block of 1024).
+static bool rope_kv_write_fits(int64_t hd)
+{
+    return hd > 0 && hd % 2 == 0 && hd <= 2048;
+}
 
 extern "C" bool cuda_rope_kv_write_supports(const void *args, char *why, size_t cap)
 {
@@ -1256,8 +1333,50 @@ extern "C" int cuda_rope_kv_write(const orin_exec *ex, const orin_rope_kv_write_
                                   orin_dtype dt)
 {
     const char *label = "rope_kv_write (common)";
-    if (orin_check_rope_kv_write(label, ex, a, CUDA, dt))
+    if (orin_check_exec(label, ex, CUDA) ||
+        orin_check_tensor(label, "q", &a->q, CUDA, dt, 3, 3) ||
+        orin_check_tensor(label, "k", &a->k, CUDA, dt, 3, 3) ||
+        orin_check_tensor(label, "v", &a->v, CUDA, dt, 3, 3) ||
+        orin_check_same_shape(label, "k", &a->k, "v", &a->v) ||
+        orin_check_dim(label, "k", &a->k, 0, a->q.shape[0]) ||
+        orin_check_dim(label, "k", &a->k, 2, a->q.shape[2]) ||
+        orin_check_tensor(label, "positions", &a->positions, CUDA, ORIN_I32, 1, 1) ||
+        orin_check_dim(label, "positions", &a->positions, 0, a->q.shape[0]) ||
+        orin_check_kv_view(label, &a->cache, dt, a->k.shape[2]))
         return -1;
-    ORIN_CU_DISPATCH(dt, label, T, return rope_kv_write_launch<T>(ex, a, dt, label));
-    return 0;
+    if (a->rope_positions.data &&
+        (orin_check_tensor(label, "rope_positions", &a->rope_positions, CUDA, ORIN_I32, 1, 1) ||
+         orin_check_dim(label, "rope_positions", &a->rope_positions, 0, a->q.shape[0])))
+        return -1;
+    const void *rope_positions = a->rope_positions.data ? a->rope_positions.data
+                                                        : a->positions.data;
+    if (a->k.shape[1] != a->cache.n_kv_heads)
+        return orin_error_set("%s: k: %lld heads, the cache has %d", label,
+                              (long long)a->k.shape[1], a->cache.n_kv_heads);
+    if ((a->q_norm.data && (orin_check_tensor(label, "q_norm", &a->q_norm, CUDA, dt, 1, 1) ||
+                            orin_check_dim(label, "q_norm", &a->q_norm, 0, a->q.shape[2]))) ||
+        (a->k_norm.data && (orin_check_tensor(label, "k_norm", &a->k_norm, CUDA, dt, 1, 1) ||
+                            orin_check_dim(label, "k_norm", &a->k_norm, 0, a->q.shape[2]))))
+        return -1;
+    const int64_t n = a->q.shape[0], heads = a->q.shape[1], hd = a->q.shape[2];
+    if (!rope_kv_write_fits(hd))
+        return orin_error_set("%s: head_dim %lld (runs even ones up to 2048)", label,
+                              (long long)hd);
+    if (!isfinite(a->theta) || a->theta <= 0.0f || !isfinite(a->eps) || a->eps < 0.0f)
+        return orin_error_set("%s: theta %g or eps %g out of range", label, a->theta, a->eps);
+    if (n > 65535)
+        return orin_error_set("%s: %lld tokens in one call (at most 65535)", label, (long long)n);
+    dim3 grid((unsigned)(heads + 2 * a->k.shape[1]), (unsigned)n);
+    rope_table table;
+    rope_table_fill(&table, (int)(hd / 2), (int)hd, a->theta);
+    ORIN_CU_DISPATCH(dt, label, T,
+                     orin_cu_launch(ex, true, rope_kv_write_kernel<T>, grid,
+                                    dim3((unsigned)((hd / 2 + 31) / 32 * 32)), 0, (T *)a->q.data, (T *)a->k.data,
+                                    (const T *)a->v.data, (const T *)a->q_norm.data,
+                                    (const T *)a->k_norm.data, (const int32_t *)a->positions.data,
+                                    (const int32_t *)rope_positions, (int)heads, (int)a->k.shape[1], (int)hd, a->eps, a->theta,
+                                    a->cache, table));
+    return orin_cu_launched(label, dt, "q [%lld, %lld, %lld], k/v [%lld, %lld, %lld]",
+                            (long long)n, (long long)heads, (long long)hd, (long long)n,
+                            (long long)a->k.shape[1], (long long)hd);
 }

@@ -10,7 +10,7 @@
  * mean of a row far from zero, GELU's left tail) the kernels use forms that do
  * not, so that f32 stays within 1e-5 of the double reference. */
 #include "cuda.h"
-#include "orin/cuda_rope.cuh"
+#include "cuda_rope.cuh"
 
 #include "orin/cuda_util.cuh"
 #include "orin/error.h"

@@ -69,7 +69,7 @@ static void test_help(void)
 
 static void test_version(void)
 {
-    EXPECT("--version", STDOUT_ONLY, 0, "orin-run " ORIN_EXPECTED_VERSION, "plugin ABI 5");
+    EXPECT("--version", STDOUT_ONLY, 0, "orin-run " ORIN_EXPECTED_VERSION, "plugin ABI 4");
 }
 
 static void test_usage(void)

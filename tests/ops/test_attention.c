@@ -19,7 +19,6 @@
 
 #include "orin/device.h"
 #include "orin/error.h"
-#include "orin/op_check.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -862,144 +861,6 @@ static void test_graph_replay(void)
 }
 #endif
 
-/* ---- the rope_kv_write prologue (ORIN_OP_ROPE_PROLOGUE) ----
- * A decode call carrying the layer's rope_kv_write (orin_attention_args.rope)
- * against ops_common's rope_kv_write followed by the same call without it: the
- * output and the whole cache, bit for bit (the prologue promises
- * rope_kv_write's rows, and the attention then reads the same bytes). The
- * cases cross what the implementation decides: fa2 takes it into its cluster
- * kernel (row p straight into a warp's early tiles at short contexts, back
- * from the cache in a later step at longer ones, or in the last warp, which
- * stages nothing) or runs rope_kv_write's kernel first (the split kernels
- * past the cluster's lengths, f32's). Under
- * ORIN_FA2_DECODE_CONFIG's ctest entries the same cases cross the other
- * shapes (early=0, 12 or 14 blocks, two-kernel). */
-
-typedef struct rope_case {
-    orin_dtype dt;
-    int p, heads, kv_heads, hd;
-    bool norms;
-    int shift;   /* rope_positions = positions + shift; 0: none given */
-    int spare;   /* capacity past p; with bound, max_kv_len is the capacity */
-    bool bound;
-    bool past;   /* max_kv_len = p (positions past it): a NaN row, the cache written */
-} rope_case;
-
-/* ROPE(dtype, p, heads, kv heads, head_dim, extras as designated initialisers) */
-#define ROPE(dt_, p_, heads_, kv_heads_, hd_, ...)                                          \
-    {.dt = dt_, .p = p_, .heads = heads_, .kv_heads = kv_heads_, .hd = hd_, __VA_ARGS__}
-
-static const rope_case rope_cases[] = {
-    ROPE(ORIN_F16, 512, 32, 8, 128, .norms = true),                 /* Qwen3-8B at 512 */
-    ROPE(ORIN_BF16, 700, 32, 8, 128, .norms = true, .shift = 37),   /* Qwen3-VL's positions */
-    ROPE(ORIN_F16, 0, 16, 8, 128, .norms = true),                   /* the first token */
-    ROPE(ORIN_BF16, 130, 16, 8, 128, .spare = 3000, .bound = true), /* Qwen2: no norms */
-    ROPE(ORIN_F16, 3000, 32, 8, 128, .norms = true),          /* p past the first steps */
-    ROPE(ORIN_F16, 300, 16, 2, 64, .norms = true),            /* groups of 8 at hd 64 */
-    ROPE(ORIN_BF16, 1000, 28, 4, 128, .norms = true),         /* groups of 7 */
-    ROPE(ORIN_F16, 1919, 32, 8, 128, .norms = true),          /* p in the last warp's step */
-    ROPE(ORIN_F16, 20000, 32, 8, 128, .norms = true),         /* the split kernels */
-    ROPE(ORIN_F32, 400, 32, 8, 128, .norms = true),           /* f32: the simt kernel */
-    ROPE(ORIN_F16, 200, 32, 8, 128, .norms = true, .spare = 40, .past = true),
-};
-
-static void rope_prologue_case(const orin_op_impl *impl, const rope_case *rc, uint64_t seed)
-{
-    const orin_op_impl *rope = ops_test_impl(ORIN_OP_ROPE_KV_WRITE, "common", rc->dt);
-    const att_case c = {1, rc->p, rc->heads, rc->kv_heads, rc->hd,
-                        .spare = rc->spare + (rc->past ? 1 : 0)};
-    char what[200];
-    snprintf(what, sizeof what, "%s rope prologue %s: p %d, heads %d/%d, hd %d%s%s%s%s",
-             impl->provider, orin_dtype_name(rc->dt), rc->p, rc->heads, rc->kv_heads, rc->hd,
-             rc->norms ? ", q/k norms" : "", rc->shift ? ", rotated apart" : "",
-             rc->bound ? ", graph bound" : "", rc->past ? ", p past max_kv_len" : "");
-    if (!rope || !ops_test_selected(what))
-        return;
-    att_data d;
-    att_make(&d, &c, rc->dt, seed);
-    ops_rng rng = {.state = seed + 1};
-    const int64_t hd = rc->hd, kvn = (int64_t)rc->kv_heads * hd;
-    ops_buf k = ops_buf_random(&rng, rc->dt, kvn, -2, 2), v = ops_buf_random(&rng, rc->dt, kvn, -1, 1);
-    ops_buf qn = ops_buf_random(&rng, rc->dt, hd, 0.5, 1.5), kn = ops_buf_random(&rng, rc->dt, hd, 0.5, 1.5);
-    ops_buf q2 = ops_buf_copy(&d.q), k2 = ops_buf_copy(&k);
-    ops_buf ck2 = ops_buf_copy(&d.k), cv2 = ops_buf_copy(&d.v);
-    ops_buf out1 = ops_buf_nan(rc->dt, d.q.n), out2 = ops_buf_nan(rc->dt, d.q.n);
-    int32_t rpos = rc->p + rc->shift;
-    const int64_t one = 1, qd[3] = {1, rc->heads, hd}, kd[3] = {1, rc->kv_heads, hd};
-
-    /* the fused call: raw q, the token's k and v, the cache as att_make left it */
-    orin_attention_args a = att_args(&d, out1.data);
-    a.max_kv_len = rc->past ? rc->p : rc->bound ? d.capacity : rc->p + 1;
-    a.rope = (orin_attention_rope){
-        .k = ops_tensor(k.data, rc->dt, 3, kd), .v = ops_tensor(v.data, rc->dt, 3, kd),
-        .eps = 1e-6f, .theta = 1e6f,
-    };
-    if (rc->shift)
-        a.rope.rope_positions = ops_tensor(&rpos, ORIN_I32, 1, &one);
-    if (rc->norms) {
-        a.rope.q_norm = ops_tensor(qn.data, rc->dt, 1, &hd);
-        a.rope.k_norm = ops_tensor(kn.data, rc->dt, 1, &hd);
-    }
-    /* the reference: rope_kv_write on copies, then the call without the prologue */
-    orin_attention_args b = a;
-    b.rope = (orin_attention_rope){0};
-    b.q = ops_tensor(q2.data, rc->dt, 3, qd);
-    b.out = ops_tensor(out2.data, rc->dt, 3, qd);
-    b.cache.k = ops_dev(ck2.data, ck2.n * orin_dtype_size(rc->dt));
-    b.cache.v = ops_dev(cv2.data, cv2.n * orin_dtype_size(rc->dt));
-    orin_rope_kv_write_args r = orin_attention_rope_call(&a);
-    r.q = b.q;
-    r.k = ops_tensor(k2.data, rc->dt, 3, kd);
-    r.cache = b.cache;
-
-    orin_exec ex = ops_test_exec(0);
-    size_t ws = impl->workspace_size ? impl->workspace_size(&a) : 0;
-    ex.workspace = ws ? ops_workspace(ws) : NULL;
-    ex.workspace_size = ws;
-    orin_error_clear();
-    bool ok = impl->run(&ex, &a) == 0;
-    CHECK(ok, "%s: %s", what, orin_error());
-    if (ok) {
-        orin_exec rex = ops_test_exec(0);
-        ok = rope->run(&rex, &r) == 0 && impl->run(&ex, &b) == 0;
-        CHECK(ok, "%s (reference): %s", what, orin_error());
-    }
-    if (ok) {
-        char part[260];
-        snprintf(part, sizeof part, "%s: out", what);
-        ops_check_bitwise(part, &out1, &out2);
-        snprintf(part, sizeof part, "%s: cache k", what);
-        ops_check_bitwise(part, &d.k, &ck2);
-        snprintf(part, sizeof part, "%s: cache v", what);
-        ops_check_bitwise(part, &d.v, &cv2);
-        /* not vacuous: the output finite where p is inside max_kv_len, NaN past it */
-        size_t finite = 0;
-        for (size_t i = 0; i < out1.n; i++)
-            finite += isfinite(out1.value[i]) != 0;
-        CHECK(finite == (rc->past ? 0 : out1.n), "%s: %zu of %zu outputs finite", what, finite,
-              out1.n);
-    }
-    ops_release();
-    ops_buf *all[] = {&k, &v, &qn, &kn, &q2, &k2, &ck2, &cv2, &out1, &out2};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        ops_buf_free(all[i]);
-    att_free(&d);
-}
-
-static void test_rope_prologue(void)
-{
-    for (int p = 0; p < n_providers; p++)
-        for (size_t i = 0; i < sizeof rope_cases / sizeof rope_cases[0]; i++) {
-            const rope_case *rc = &rope_cases[i];
-            const orin_op_impl *impl = ops_test_impl(ORIN_OP_ATTENTION_DECODE, providers[p], rc->dt);
-            if (!impl || !(impl->flags & ORIN_OP_ROPE_PROLOGUE))
-                continue;
-            if (ops_test_quick() && rc->p > 4200)
-                continue;
-            rope_prologue_case(impl, rc, 7000 + i);
-        }
-}
-
 /* ---- bad calls ---- */
 
 static void expect(const orin_op_impl *impl, att_data *d, const char *what, const char *needle,
@@ -1030,13 +891,6 @@ static void spoil_scale(orin_attention_args *a, orin_exec *ex) { a->scale = NAN;
 static void spoil_cache(orin_attention_args *a, orin_exec *ex) { a->cache.v = NULL; }
 static void spoil_q_dtype(orin_attention_args *a, orin_exec *ex) { a->q.dtype = ORIN_BF16; }
 static void spoil_workspace(orin_attention_args *a, orin_exec *ex) { ex->workspace_size -= 4; }
-static void spoil_rope(orin_attention_args *a, orin_exec *ex)
-{
-    a->rope.k = a->q; /* 4 heads where the cache has 2 */
-    a->rope.v = a->q;
-    a->rope.eps = 1e-6f;
-    a->rope.theta = 1e6f;
-}
 static void spoil_device(orin_attention_args *a, orin_exec *ex)
 {
     a->q.device = a->q.device == ORIN_DEVICE_CPU ? ORIN_DEVICE_CUDA : ORIN_DEVICE_CPU;
@@ -1068,11 +922,6 @@ static void test_errors(void)
             expect(impl, d, "no V", "kv cache: no data", spoil_cache);
             expect(impl, d, "q dtype", "q: dtype bf16, expected f32", spoil_q_dtype);
             expect(impl, d, "q on the wrong device", "q: on ", spoil_device);
-            /* a prologue: rejected where not flagged, checked as rope_kv_write's where it is */
-            expect(impl, d, "rope prologue",
-                   is_decode && (impl->flags & ORIN_OP_ROPE_PROLOGUE)
-                       ? "k: 4 heads, the cache has 2" : "is not supported here",
-                   spoil_rope);
             orin_attention_args shape = att_shape(d);
             if (impl->workspace_size && impl->workspace_size(&shape) > 0)
                 expect(impl, d, "workspace too small", "workspace of", spoil_workspace);
@@ -1163,7 +1012,6 @@ int main(int argc, char **argv)
             test_fallback();
         if (ops_test_selected("graph replay"))
             test_graph_replay();
-        test_rope_prologue();
     }
     ops_test_registry_free();
     return test_finish();

@@ -49,9 +49,7 @@ int orin_check_kv_view(const char *label, const orin_kv_view *kv, orin_dtype dt,
 
 /* The whole attention call: q and out [n, H, hd] of dtype dt, positions i32 [n],
  * n == 1 for decode, H a multiple of the cache's n_kv_heads, a finite positive
- * scale, 1 <= max_kv_len <= capacity, a valid cache view, and no rope prologue
- * (an implementation that takes one checks the call without it, then the
- * prologue by orin_check_rope_kv_write on orin_attention_rope_call). */
+ * scale, 1 <= max_kv_len <= capacity, and a valid cache view. */
 int orin_check_attention(const char *label, const orin_attention_args *a,
                          orin_device_kind device, orin_dtype dt, bool decode);
 
@@ -111,15 +109,6 @@ int orin_check_argmax(const char *label, const orin_exec *ex, const orin_argmax_
 /* kv_write: k and v [n, Hkv, hd] with the cache's Hkv and hd, positions i32 [n]. */
 int orin_check_kv_write(const char *label, const orin_exec *ex, const orin_kv_write_args *a,
                         orin_device_kind device, orin_dtype dt);
-/* rope_kv_write: kv_write's checks on k, v, positions and the cache; q [n, H, hd];
- * rope_positions (if given) i32 [n], q_norm and k_norm (if given) [hd]; a finite
- * positive theta and a finite eps >= 0. */
-int orin_check_rope_kv_write(const char *label, const orin_exec *ex,
-                             const orin_rope_kv_write_args *a, orin_device_kind device,
-                             orin_dtype dt);
-/* The rope_kv_write an attention call's prologue (orin_attention_args.rope) stands
- * for: q, positions and the cache are the attention's. */
-orin_rope_kv_write_args orin_attention_rope_call(const orin_attention_args *a);
 /* layernorm: x and out alike (out may be x), weight and bias [last dim], eps >= 0. */
 int orin_check_layernorm(const char *label, const orin_exec *ex, const orin_layernorm_args *a,
                          orin_device_kind device, orin_dtype dt);

@@ -174,16 +174,6 @@ typedef struct orin_kv_write_args {
     orin_kv_view cache;
 } orin_kv_write_args;
 
-/* A decode attention's prologue: the layer's rope_kv_write (below) on the
- * token's q, k and v, done by the attention itself (orin_attention_args.rope). */
-typedef struct orin_attention_rope {
-    orin_tensor k;              /* [1, Hkv, hd]: the token's k as the q/k/v product left it */
-    orin_tensor v;              /* [1, Hkv, hd] */
-    orin_tensor q_norm, k_norm; /* [hd], or NULL data: no q/k norm (Qwen2) */
-    orin_tensor rope_positions; /* [1] i32, or NULL data: positions */
-    float eps, theta;
-} orin_attention_rope;
-
 /* Causal attention over the cache, with grouped-query heads (query head h reads
  * kv head h / (H / Hkv)). Query row i attends cache positions 0..positions[i]
  * inclusive, which the caller has already written (kv_write runs first).
@@ -197,14 +187,6 @@ typedef struct orin_attention_args {
     orin_kv_view cache;
     float scale;          /* usually 1/sqrt(hd) */
     int32_t max_kv_len;   /* see the top of this file */
-    /* attention.decode only, and only an implementation flagged
-     * ORIN_OP_ROPE_PROLOGUE (the others reject it): rope.k.data not NULL makes
-     * the call the layer's rope_kv_write followed by the attention, i.e.
-     * orin_attention_rope_call(this) then this call on the rotated q. q is the
-     * raw q then, and q and rope.k are left as they were or rotated (the
-     * caller reads neither after the call); the cache row at positions[0]
-     * is written as rope_kv_write writes it. */
-    orin_attention_rope rope;
 } orin_attention_args;
 
 /* ---- vision encoder ops ---- */

@@ -51,9 +51,6 @@ typedef int (*orin_op_prepare_fn)(const orin_exec *ex, void *args);
 enum {
     ORIN_OP_GRAPH_SAFE = 1u << 0, /* may be captured into a CUDA graph and replayed */
     ORIN_OP_REFERENCE  = 1u << 1, /* the fallback provider for this op */
-    /* attention.decode: takes the layer's rope_kv_write as its prologue
-     * (orin_attention_args.rope); the others reject a call that has one */
-    ORIN_OP_ROPE_PROLOGUE = 1u << 2,
 };
 
 typedef struct orin_op_impl {

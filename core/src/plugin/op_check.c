@@ -177,9 +177,6 @@ int orin_check_attention(const char *label, const orin_attention_args *a,
     if (a->max_kv_len < 1 || a->max_kv_len > a->cache.capacity)
         return orin_error_set("%s: max_kv_len %d is not in 1..%d (the cache capacity)", label,
                               a->max_kv_len, a->cache.capacity);
-    if (a->rope.k.data)
-        return orin_error_set("%s: rope (the rope_kv_write prologue) is not supported here: "
-                              "run rope_kv_write first", label);
     return orin_check_alias(label, "out", &a->out, "q", &a->q, false);
 }
 
@@ -458,41 +455,6 @@ int orin_check_kv_write(const char *label, const orin_exec *ex, const orin_kv_wr
         return orin_error_set("%s: k: %lld heads, the cache has %d", label,
                               (long long)a->k.shape[1], a->cache.n_kv_heads);
     return 0;
-}
-
-int orin_check_rope_kv_write(const char *label, const orin_exec *ex,
-                             const orin_rope_kv_write_args *a, orin_device_kind device,
-                             orin_dtype dt)
-{
-    const orin_kv_write_args kw = {.k = a->k, .v = a->v, .positions = a->positions,
-                                   .cache = a->cache};
-    if (orin_check_kv_write(label, ex, &kw, device, dt) ||
-        orin_check_tensor(label, "q", &a->q, device, dt, 3, 3) ||
-        orin_check_dim(label, "q", &a->q, 0, a->k.shape[0]) ||
-        orin_check_dim(label, "q", &a->q, 2, a->k.shape[2]))
-        return -1;
-    if (a->rope_positions.data &&
-        (orin_check_tensor(label, "rope_positions", &a->rope_positions, device, ORIN_I32, 1, 1) ||
-         orin_check_dim(label, "rope_positions", &a->rope_positions, 0, a->q.shape[0])))
-        return -1;
-    if ((a->q_norm.data && (orin_check_tensor(label, "q_norm", &a->q_norm, device, dt, 1, 1) ||
-                            orin_check_dim(label, "q_norm", &a->q_norm, 0, a->q.shape[2]))) ||
-        (a->k_norm.data && (orin_check_tensor(label, "k_norm", &a->k_norm, device, dt, 1, 1) ||
-                            orin_check_dim(label, "k_norm", &a->k_norm, 0, a->q.shape[2]))))
-        return -1;
-    if (!isfinite(a->theta) || a->theta <= 0.0f || !isfinite(a->eps) || a->eps < 0.0f)
-        return orin_error_set("%s: theta %g or eps %g out of range", label, a->theta, a->eps);
-    return 0;
-}
-
-orin_rope_kv_write_args orin_attention_rope_call(const orin_attention_args *a)
-{
-    const orin_attention_rope *r = &a->rope;
-    return (orin_rope_kv_write_args){
-        .q = a->q, .k = r->k, .v = r->v, .q_norm = r->q_norm, .k_norm = r->k_norm,
-        .positions = a->positions, .rope_positions = r->rope_positions, .eps = r->eps,
-        .theta = r->theta, .cache = a->cache,
-    };
 }
 
 /* ---- vision encoder ops ---- */
