@@ -466,8 +466,8 @@ int fa2d_launch_cluster(const orin_exec *ex, orin_dtype dt, const fa2d_config *c
 {
     P.splits = C;
     P.prefetch_steps = cfg->prefetch;
-    P.early = cfg->early;
-    size_t smem = fa2d_cluster_smem_bytes<HD, W>(cfg->early) + (size_t)cfg->pad_kb * 1024;
+    P.early = cfg->early || FA2D_CLUSTER_LAYOUT; // the layouts' kernels stage always
+    size_t smem = fa2d_cluster_smem_bytes<HD, W>(P.early) + (size_t)cfg->pad_kb * 1024;
     if (cfg->pad_kb)
         (void)cudaFuncSetAttribute(fa2d_cluster_mma<T, HD, C, W>,
                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);

@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(W * 32, 16 / W) fa2d_cluster_mma(const fa2d_pa
     // early: the warp's first step from p0, the position read before the wait
     // (a hint, as the prefetch reads it; used only if p is the same after it)
     constexpr bool EARLY_OK = !(FA2D_KNOCKOUT & (FA2D_KO_INPUTS | FA2D_KO_STEPS));
-    const bool early = EARLY_OK && P.early;
+    const bool early = EARLY_OK && (FA2D_CLUSTER_LAYOUT || P.early);
     unsigned char *tiles = fa2d_dynamic_smem + warp * 2 * fa2d_tile_bytes<HD>();
     int32_t p0 = -1;
     int64_t begin, end;
@@ -118,7 +118,19 @@ __global__ void __launch_bounds__(W * 32, 16 / W) fa2d_cluster_mma(const fa2d_pa
 
     fa2d_mma_state<HD> st;
     bool valid = true;
-    if (early) {
+    if (early && FA2D_CLUSTER_LAYOUT == 2) {
+        // as below, with one copy of the steps: the rerun at p is a second pass
+        const int32_t p = P.positions[0];
+        for (const unsigned char *first = tiles;; first = nullptr) {
+            fa2d_mma_warp_range<T, HD, W>(P, kvh, head0, rows, begin, end, st,
+                                          fa2d_early_first_step{first, p0});
+            if (p == p0 || !first) // block-uniform
+                break;
+            fa2d_range_at(P, p, rank, &begin, &end);
+        }
+        valid = fa2d_valid_at(P, p);
+        FA2D_MARK(2, end);
+    } else if (early) {
         // p's read goes out beside q's; the steps run on p0's piece meanwhile
         const int32_t p = P.positions[0];
         fa2d_mma_warp_range<T, HD, W>(P, kvh, head0, rows, begin, end, st,

@@ -581,6 +581,7 @@ __device__ __forceinline__ void fa2d_early_row(const orin_kv_view &cache, int kv
 // fa2d_mma_warp_range's first step from the tiles fa2d_early_issue filled for
 // the same piece (p0's), p = p0 the position: row p copied in first, then the
 // same fragments and math as fa2d_mma_step, so the same result bit for bit.
+// No tiles (FA2D_CLUSTER_LAYOUT 2's rerun at a moved p): no first step here.
 struct fa2d_early_first_step {
     const unsigned char *tiles;
     int64_t p;
@@ -591,6 +592,8 @@ struct fa2d_early_first_step {
                                          float scale, fa2d_mma_state<HD> &st) const
     {
         constexpr int KJ = HD / 32;
+        if (FA2D_CLUSTER_LAYOUT == 2 && !tiles) // warp-uniform
+            return false;
         const int g = (threadIdx.x & 31) >> 2;
         orin_cu_cp_async_wait<0>(); // the tiles issued before the wait
         __syncwarp();
