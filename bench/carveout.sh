@@ -4,7 +4,7 @@
 # ORIN_CU_CARVEOUT (every kernel launched through orin_cu_launch* asks for that
 # carveout, 0..100 % of the largest shared memory) and ORIN_FA2_DECODE_CONFIG
 # (e.g. "pad=64": the attention's launch 64 KB larger, nothing else changed;
-# "early=0"). What it measures: whether a kernel needing another L1/shared split
+# "cwarps=16"). What it measures: whether a kernel needing another L1/shared split
 # than its neighbours costs the PDL overlap (bench/notes/fa2-decode.md).
 #
 #   bash bench/carveout.sh BUILD_DIR

@@ -63,13 +63,15 @@ if [ $sanitize = 1 ]; then
   # racecheck one kernel family at a time (TOOL@NAME: only kernels whose name
   # contains NAME), the decode kernels under each way of merging the pieces.
   # cluster-w8: the cluster kernel's 8-warp blocks; prefetch: the L2 prefetch
-  # before the PDL wait forced on at every length. The cluster kernel's
+  # before the PDL wait forced on at every length; cluster-rerun: the cluster
+  # kernel's second pass at a moved p (skew=N). The cluster kernel's
   # distributed shared memory makes racecheck slow: under it only the decode
   # cases run (ORIN_TEST_ONLY), or the suite outruns the cap.
   checks+=("ops.attention.fa2 memcheck $build/test_ops_attention fa2 --device cuda")
-  for combine in cluster two-kernel cluster-w8:cluster+cwarps=8 prefetch:two-kernel+prefetch=2; do
+  for combine in cluster two-kernel cluster-w8:cluster+cwarps=8 prefetch:two-kernel+prefetch=2 \
+      cluster-rerun:cluster=12+cwarps=8+skew=37; do
     cfg=${combine#*:} name=${combine%%:*} only=
-    [ "${cfg%%+*}" = cluster ] && only=ORIN_TEST_ONLY=attention.decode
+    [ "${cfg:0:7}" = cluster ] && only=ORIN_TEST_ONLY=attention.decode
     checks+=("ops.attention.fa2.$name racecheck@fa2d env $only ORIN_FA2_DECODE_CONFIG=$cfg $build/test_ops_attention fa2 --device cuda")
   done
   checks+=("ops.attention.fa2.cluster-w8 memcheck env ORIN_FA2_DECODE_CONFIG=cluster+cwarps=8 $build/test_ops_attention fa2 --device cuda")

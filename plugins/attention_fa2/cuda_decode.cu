@@ -68,8 +68,9 @@
 // while the last block's combine serialises behind the slowest split and its
 // counter fence. fused remains for comparison.
 //
-// Before the PDL wait, the cp.async split kernel and the cluster kernel may
-// prefetch their first K/V rows into L2 (fa2d_prefetch_warp), so that the first
+// Before the PDL wait, the cp.async split kernel may prefetch its first K/V
+// rows into L2 (fa2d_prefetch_warp; the cluster kernel instead stages each
+// warp's first step into shared memory, fa2d_early_issue), so that the first
 // DRAM round trip overlaps the previous kernel's tail: by default one warp step
 // where the call's piece has at least 4 steps a warp (long contexts), or where
 // the call's whole K/V is at most 3 MB (short ones: the prefetch is all of it).
@@ -87,9 +88,11 @@
 // registers, fa2d_split_mma); "bps=N" (blocks per SM the split count aims at;
 // default: the kernel's occupancy); "cwarps=8|16" (the cluster kernel's warps a
 // block; default: AUTO's pick); "prefetch=N" (warp steps prefetched before the
-// PDL wait, 0..8; default: the rule above); "early=0|1" (the cluster kernel
-// stages each warp's first step before the wait instead of prefetching, so
-// "prefetch" reaches it only with early=0; default 1); "pad=N" (N KB of
+// PDL wait, 0..8; default: the rule above; the split kernels only: the
+// cluster kernel stages each warp's first step instead); "skew=N" (testing:
+// the cluster kernel's position read before the wait taken as p - N, so that
+// every call takes its rerun at a moved p, which a graph's step otherwise
+// takes only where the kernel before moved p late); "pad=N" (N KB of
 // unused shared memory added to the cluster kernel's launch: a measuring aid,
 // bench/carveout.sh). Unset or empty: auto+mma. An unknown word is an error.
 #include "cuda.h"
@@ -136,7 +139,7 @@ struct fa2d_config {
                   // the kernel's rule from p (fa2d_prefetch_warp; graph-safe: read on the
                   // device, so a graph captured at one length replays right at any other)
     int cwarps;   // warps a block of the cluster kernel: 8 or 16 ("cwarps=N"), 0: AUTO's pick
-    bool early;   // the cluster kernel's first step staged before the PDL wait ("early=0|1")
+    int skew;     // testing: the cluster kernel's early position read as p - skew ("skew=N")
     int pad_kb;   // KB of unused dynamic shared memory added to the cluster kernel ("pad=N",
                   // a measuring aid: what a larger launch costs the step, bench/carveout.sh)
 };
@@ -145,7 +148,7 @@ struct fa2d_config {
 int fa2d_parse_config(fa2d_config *cfg)
 {
     *cfg = fa2d_config{.combine = FA2D_COMBINE_AUTO, .cluster = 0, .simt = false, .bps = 0,
-                       .cp = -1, .prefetch = -1, .cwarps = 0, .early = true, .pad_kb = 0};
+                       .cp = -1, .prefetch = -1, .cwarps = 0, .skew = 0, .pad_kb = 0};
     const char *env = getenv("ORIN_FA2_DECODE_CONFIG");
     if (!env)
         return 0;
@@ -189,15 +192,15 @@ int fa2d_parse_config(fa2d_config *cfg)
             cfg->cwarps = n;
         } else if (sscanf(word, "prefetch=%d%c", &n, &extra) == 1 && n >= 0 && n <= 8) {
             cfg->prefetch = n;
-        } else if (sscanf(word, "early=%d%c", &n, &extra) == 1 && (n == 0 || n == 1)) {
-            cfg->early = n == 1;
+        } else if (sscanf(word, "skew=%d%c", &n, &extra) == 1 && n >= 0 && n <= 1000000) {
+            cfg->skew = n;
         } else if (sscanf(word, "pad=%d%c", &n, &extra) == 1 && n >= 0 && n <= 160) {
             cfg->pad_kb = n;
         } else {
             return orin_error_set("%s: ORIN_FA2_DECODE_CONFIG \"%s\": unknown \"%s\" (words "
                                   "joined by '+': auto, cluster, cluster=8|12|14|16, two-kernel, "
                                   "fused, mma, simt, cpasync, cpasync=0|2|3|4|6, bps=1..64, "
-                                  "prefetch=0..8, cwarps=8|16, early=0|1, pad=0..160)",
+                                  "prefetch=0..8, cwarps=8|16, skew=0..1000000, pad=0..160)",
                                   FA2D_LABEL, env, word);
         }
         p += strcspn(p, "+");
@@ -336,7 +339,7 @@ template <typename T, int HD, int C, int W> int fa2d_cluster_capacity(const orin
         return cached[dev] - 1;
     int clusters = 0;
     const fa2d_kernel kernel = fa2d_cluster_mma<T, HD, C, W>;
-    const int smem = (int)fa2d_cluster_smem_bytes<HD, W>(true); // the larger: with early tiles
+    const int smem = (int)fa2d_cluster_smem_bytes<HD, W>();
     cudaLaunchAttribute attr = {};
     attr.id = cudaLaunchAttributeClusterDimension;
     attr.val.clusterDim.x = C;
@@ -465,9 +468,8 @@ int fa2d_launch_cluster(const orin_exec *ex, orin_dtype dt, const fa2d_config *c
                         fa2d_params P, int units)
 {
     P.splits = C;
-    P.prefetch_steps = cfg->prefetch;
-    P.early = cfg->early || FA2D_CLUSTER_LAYOUT; // the layouts' kernels stage always
-    size_t smem = fa2d_cluster_smem_bytes<HD, W>(P.early) + (size_t)cfg->pad_kb * 1024;
+    P.skew = cfg->skew;
+    size_t smem = fa2d_cluster_smem_bytes<HD, W>() + (size_t)cfg->pad_kb * 1024;
     if (cfg->pad_kb)
         (void)cudaFuncSetAttribute(fa2d_cluster_mma<T, HD, C, W>,
                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
@@ -614,7 +616,7 @@ extern "C" int fa2_cuda_decode(const orin_exec *ex, const orin_attention_args *a
         .partial_lse = NULL,
         .slab = -1,
         .prefetch_steps = 0, // fa2d_launch, for the kernel it picks
-        .early = 0,          // the cluster kernel's launch
+        .skew = 0,           // the cluster kernel's launch
     };
     ORIN_CU_DISPATCH(dt, FA2D_LABEL, T, return fa2d_launch<T>(ex, a, dt, &cfg, P));
     return 0;

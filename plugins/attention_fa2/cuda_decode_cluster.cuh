@@ -42,26 +42,26 @@ __device__ __forceinline__ float fa2d_row_weight(float m, float l, float *M, flo
     return e;
 }
 
-// The dynamic shared memory a block takes: the merge space, or with early
-// tiles (a K and a V tile a warp, warp w's at 2 w tiles from the start) the
-// larger of the two, since the tiles are read only during the steps and the
+// The dynamic shared memory a block takes: the larger of the merge space and
+// the early tiles (a K and a V tile a warp, warp w's at 2 w tiles from the
+// start), since the tiles are read only during the steps and the
 // merge space is written only after them (a block barrier between). At hd 128
 // and 8 warps: 64 KB, so that two blocks an SM still fit the 132 KB
 // shared-memory configuration the quantized GEMVs run in: a launch needing a
 // larger one (101 KB a block, tiles after the merge space) made the SMs
 // change configuration around every attention and cost 0.078 ms a step
 // (bench/notes/fa2-decode.md, bench/carveout.sh).
-template <int HD, int W> __host__ __device__ constexpr size_t fa2d_cluster_smem_bytes(bool early)
+template <int HD, int W> __host__ __device__ constexpr size_t fa2d_cluster_smem_bytes()
 {
-    return early && (size_t)W * 2 * fa2d_tile_bytes<HD>() > sizeof(fa2d_cluster_smem<HD, W>)
+    return (size_t)W * 2 * fa2d_tile_bytes<HD>() > sizeof(fa2d_cluster_smem<HD, W>)
                ? (size_t)W * 2 * fa2d_tile_bytes<HD>()
                : sizeof(fa2d_cluster_smem<HD, W>);
 }
 
 // Launch: grid (C, Hkv * row chunks) in clusters of C (8 to 16) blocks along
 // x, one cluster a (kv head, row chunk) unit; W x 32 threads (W = 16 warps:
-// dynamic shared memory fa2d_cluster_smem_bytes 128 KB at hd 128 with the
-// early tiles (71.2 KB without), one block an SM; W = 8: 64 KB (37.7 KB), up to
+// dynamic shared memory fa2d_cluster_smem_bytes 128 KB at hd 128 (the early
+// tiles; the merge space 71.2 KB), one block an SM; W = 8: 64 KB (37.7 KB), up to
 // two an SM, so that a cluster of 16 fits in a GPC with fewer than 16 free
 // SMs); 128 registers. Block rank r takes piece r of the
 // p + 1 positions (fa2d_range with splits = C); its warps run the mma
@@ -92,23 +92,24 @@ __global__ void __launch_bounds__(W * 32, 16 / W) fa2d_cluster_mma(const fa2d_pa
     const int kvh = unit / P.row_chunks, chunk = unit % P.row_chunks;
     FA2D_MARK(0, 0.0f);
     orin_cu_allow_next(); // PDL, as in fa2d_split_mma
-    // early: the warp's first step from p0, the position read before the wait
-    // (a hint, as the prefetch reads it; used only if p is the same after it)
-    constexpr bool EARLY_OK = !(FA2D_KNOCKOUT & (FA2D_KO_INPUTS | FA2D_KO_STEPS));
-    const bool early = EARLY_OK && (FA2D_CLUSTER_LAYOUT || P.early);
+    // Each warp's first step is staged before the wait from p0, the position
+    // read there (a hint, as the prefetch reads it; testing: P.skew moves it).
+    // After the wait the steps run once over p0's piece, the first from the
+    // tiles; where the kernel before moved p after all (block-uniform), they
+    // run again over p's piece, from global memory. One copy of the steps in
+    // a loop of at most two passes, so that the steps and the merge after them
+    // are contiguous code: with the rerun as a second copy, the last step
+    // jumped ~22 KB to the merge, and that layout cost AWQ 0.011 ms a step and
+    // int8 0.005 (H200; bench/notes/fa2-decode.md, seventeenth session).
+    constexpr bool KO_INPUTS = FA2D_KNOCKOUT & FA2D_KO_INPUTS;
+    const int32_t p0 = KO_INPUTS ? P.max_kv_len - 1
+                                 : *(const volatile int32_t *)P.positions - P.skew;
     unsigned char *tiles = fa2d_dynamic_smem + warp * 2 * fa2d_tile_bytes<HD>();
-    int32_t p0 = -1;
     int64_t begin, end;
-    if (early) {
-        p0 = *(const volatile int32_t *)P.positions;
-        fa2d_range_at(P, p0, rank, &begin, &end);
-        const int64_t base = begin + 16 * warp;
-        if (base < end) // warp-uniform
-            fa2d_early_issue<T, HD>(P.cache, kvh, base, min(end, (int64_t)p0),
-                                    orin_cu_smem_addr(tiles));
-    } else {
-        fa2d_prefetch_warp<T, HD>(P, rank, kvh, 16 * W);
-    }
+    fa2d_range_at(P, p0, rank, &begin, &end);
+    if (!(FA2D_KNOCKOUT & FA2D_KO_STEPS) && begin + 16 * warp < end) // warp-uniform
+        fa2d_early_issue<T, HD>(P.cache, kvh, begin + 16 * warp, min(end, (int64_t)p0),
+                                orin_cu_smem_addr(tiles));
     if constexpr (!(FA2D_KNOCKOUT & FA2D_KO_WAIT))
         orin_cu_wait_prior();
     FA2D_MARK(1, 0.0f);
@@ -117,42 +118,16 @@ __global__ void __launch_bounds__(W * 32, 16 / W) fa2d_cluster_mma(const fa2d_pa
     const int rows = min(R, P.group - chunk * R);
 
     fa2d_mma_state<HD> st;
-    bool valid = true;
-    if (early && FA2D_CLUSTER_LAYOUT == 2) {
-        // as below, with one copy of the steps: the rerun at p is a second pass
-        const int32_t p = P.positions[0];
-        for (const unsigned char *first = tiles;; first = nullptr) {
-            fa2d_mma_warp_range<T, HD, W>(P, kvh, head0, rows, begin, end, st,
-                                          fa2d_early_first_step{first, p0});
-            if (p == p0 || !first) // block-uniform
-                break;
-            fa2d_range_at(P, p, rank, &begin, &end);
-        }
-        valid = fa2d_valid_at(P, p);
-        FA2D_MARK(2, end);
-    } else if (early) {
-        // p's read goes out beside q's; the steps run on p0's piece meanwhile
-        const int32_t p = P.positions[0];
+    const int32_t p = KO_INPUTS ? p0 : P.positions[0]; // out beside q's loads
+    for (const unsigned char *first = tiles;; first = nullptr) {
         fa2d_mma_warp_range<T, HD, W>(P, kvh, head0, rows, begin, end, st,
-                                      fa2d_early_first_step{tiles, p0});
-        valid = fa2d_valid_at(P, p);
-        if (p != p0) { // block-uniform: the kernel before moved p after all
-            fa2d_range_at(P, p, rank, &begin, &end);
-            fa2d_mma_warp_range<T, HD, W>(P, kvh, head0, rows, begin, end, st);
-        }
-        FA2D_MARK(2, end);
-    } else {
-        if constexpr (FA2D_KNOCKOUT & FA2D_KO_INPUTS)
-            fa2d_range_at(P, P.max_kv_len - 1, rank, &begin, &end);
-        else
-            fa2d_range(P, rank, &begin, &end);
-        FA2D_MARK(2, end);
-        // Read here, with the piece (the same p, one load): read after the first
-        // cluster barrier it was an L2 round trip on the kernel's tail.
-        if constexpr (!(FA2D_KNOCKOUT & FA2D_KO_INPUTS))
-            valid = fa2d_valid_position(P);
-        fa2d_mma_warp_range<T, HD, W>(P, kvh, head0, rows, begin, end, st);
+                                      fa2d_early_first_step{first, p0});
+        if (p == p0 || !first) // block-uniform
+            break;
+        fa2d_range_at(P, p, rank, &begin, &end);
     }
+    const bool valid = fa2d_valid_at(P, p);
+    FA2D_MARK(2, end);
     FA2D_MARK(3, st.l0 + st.o[HD / 16 - 1][3]);
     if constexpr (FA2D_KNOCKOUT & FA2D_KO_MERGE) {
         // One value a warp keeps the work alive: the sum of every accumulator,
@@ -167,8 +142,7 @@ __global__ void __launch_bounds__(W * 32, 16 / W) fa2d_cluster_mma(const fa2d_pa
                 orin_cu_from_f32<T>(sum);
         return;
     }
-    if (early)
-        __syncthreads(); // every warp's tiles read before the states overwrite them
+    __syncthreads(); // every warp's tiles read before the states overwrite them
     fa2d_mma_store_warp<HD>(st, sm.o[warp], sm.m[warp], sm.l[warp]);
     __syncthreads();
     FA2D_MARK(4, 0.0f);

@@ -26,21 +26,6 @@
 #define FA2D_KNOCKOUT 0
 #endif
 enum { FA2D_KO_WAIT = 1, FA2D_KO_STEPS = 2, FA2D_KO_INPUTS = 4, FA2D_KO_MERGE = 8 };
-// The cluster kernel's code layout, a measuring aid: -DFA2D_CLUSTER_LAYOUT=1 or
-// 2 (ORIN_FA2_DECODE_CONFIG's early=0 then has no effect): 1, the kernel
-// without its non-early path; 2, also the rerun at a moved p as a second pass
-// through the one copy of the steps, so that the early path's steps and the
-// merge after them are contiguous code (sm_90a, f16, hd 128, 16 x 8 warps:
-// 4,232 instructions and 7 copies of a step's mma at 0, 3,232 and 5 at 1,
-// 2,432 and 3 at 2, the last with 28 bytes of spills outside the steps).
-// Code that the kernel jumped over after its PDL wait (13 KB of an unexecuted
-// rope prologue) cost ~1 us a layer (bench/notes/fa2-decode.md, sixteenth
-// session), as if each far jump there were an instruction fetch from DRAM;
-// the early path jumps ~22 KB (the rerun's and the non-early path's steps)
-// from its last step to the merge, ~13 KB at 1, none at 2.
-#ifndef FA2D_CLUSTER_LAYOUT
-#define FA2D_CLUSTER_LAYOUT 0
-#endif
 // Where output d of row r sits in a warp's O rows [rows][HD] in shared memory:
 // bits 1-2 of d flipped by (r / 2) % 4, so that the pairs
 // fa2d_mma_store_warp stores (lane (g, t): rows 2t and 2t + 1, columns 8g + c
@@ -115,8 +100,8 @@ struct fa2d_params {
     float *partial_lse;          // [splits, H]
     int slab;                    // fused: the counter slab; -1: two-kernel
     int prefetch_steps;          // K/V warp steps prefetched before the PDL wait (fa2d_prefetch_warp)
-    int early;                   // cluster kernel: each warp's first step staged before the
-                                 // wait (fa2d_early_first_step); its tiles alias the merge space
+    int skew;                    // cluster kernel, testing ("skew=N"): the position read
+                                 // before the wait taken as p - N, so that every call reruns
 };
 
 // ---- small device helpers ----
@@ -236,11 +221,6 @@ __device__ __forceinline__ void fa2d_prefetch_warp(const fa2d_params &P, int spl
 __device__ __forceinline__ bool fa2d_valid_at(const fa2d_params &P, int32_t p)
 {
     return p >= 0 && p < P.max_kv_len;
-}
-
-__device__ __forceinline__ bool fa2d_valid_position(const fa2d_params &P)
-{
-    return fa2d_valid_at(P, P.positions[0]);
 }
 
 // 16 bytes of a K/V row (16-byte aligned), or zeros for a masked position (its

@@ -532,7 +532,7 @@ __device__ __forceinline__ void fa2d_cp_warp_range(const fa2d_params &P, int kvh
     }
 }
 
-// ---- early staging (the cluster kernel, fa2d_params.early) ----
+// ---- early staging (the cluster kernel) ----
 //
 // At short contexts each warp takes one 16-position step, and after the PDL
 // wait that step waited on its K/V loads (L2, since the prefetch) behind p's
@@ -581,7 +581,7 @@ __device__ __forceinline__ void fa2d_early_row(const orin_kv_view &cache, int kv
 // fa2d_mma_warp_range's first step from the tiles fa2d_early_issue filled for
 // the same piece (p0's), p = p0 the position: row p copied in first, then the
 // same fragments and math as fa2d_mma_step, so the same result bit for bit.
-// No tiles (FA2D_CLUSTER_LAYOUT 2's rerun at a moved p): no first step here.
+// No tiles (the cluster kernel's rerun at a moved p): no first step here.
 struct fa2d_early_first_step {
     const unsigned char *tiles;
     int64_t p;
@@ -592,7 +592,7 @@ struct fa2d_early_first_step {
                                          float scale, fa2d_mma_state<HD> &st) const
     {
         constexpr int KJ = HD / 32;
-        if (FA2D_CLUSTER_LAYOUT == 2 && !tiles) // warp-uniform
+        if (!tiles) // warp-uniform
             return false;
         const int g = (threadIdx.x & 31) >> 2;
         orin_cu_cp_async_wait<0>(); // the tiles issued before the wait
