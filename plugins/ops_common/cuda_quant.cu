@@ -365,8 +365,14 @@ __host__ __device__ __forceinline__ int qmma_warp_share(int units, int team, int
 // NT: n-tiles a block takes of each matrix (2 where the grid would otherwise
 // run in two waves, qmma_pair_tiles; SEGMENTS: of its segment), each warp all
 // NT of its matrix over its units, loading x once for them.
+// NORM: an add + rmsnorm in front (p.norm_weight set). A template argument,
+// not a test of p.norm_weight after the PDL wait, so that the code after the
+// wait is one straight path: as a run-time test, each kernel jumped ~5-6 KB
+// over the path it did not take, right after the wait (ncu's executed counts,
+// bench/notes/quant.md, seventeenth session), and a taken jump that far costs
+// an instruction fetch from DRAM on the chain (bench/notes/fa2-decode.md).
 template <typename T, int FMT, int SPAN, int WARPS, int MODE, int DEPTH = 1, bool FULL = false,
-          int NT = 1>
+          int NT = 1, bool NORM = false>
 __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
                                               : WARPS == QMMA_WARPS_WIDE ? QMMA_WIDE_MIN_BLOCKS
                                                                          : 1)
@@ -435,10 +441,10 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
     T *hs = (T *)(groups + MATS * ngm);
     const gemv_norm<T> np = {(const T *)p.norm_residual, (const T *)p.norm_weight,
                              (T *)p.norm_x_out, p.norm_eps};
-    if (p.norm_weight)
+    if constexpr (NORM)
         gemv_norm_fetch_weight<T>(np, k, hs + k);
     const qmma_staging<T, FMT, SPAN> staging = {(uint2 *)xs,
-                                                 (float *)(hs + (p.norm_weight ? 2 * k : 0))};
+                                                 (float *)(hs + (NORM ? 2 * k : 0))};
     // the next batches into L2 (QMMA_L2_AHEAD_*)
     constexpr int KIND = MODE == QMMA_SWIGLU ? (NT >= 2 ? 2 : 4) : 1; // QMMA_L2_AHEAD_MODES' bits
     constexpr int AHEAD = (QMMA_L2_AHEAD_MODES & KIND) == 0 ? 0
@@ -452,7 +458,7 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
     if constexpr (!(QMMA_KNOCKOUT & QMMA_KO_WAIT))
         orin_cu_wait_prior();
     constexpr bool stage = !(QMMA_KNOCKOUT & QMMA_KO_STAGE);
-    if (stage && p.norm_weight) // x + residual, normalised, straight into the staged x
+    if (stage && NORM) // x + residual, normalised, straight into the staged x
         gemv_norm_row<T, 2>(np, (const T *)p.x, k, hs, hs + k, scratch, staging);
     else if (stage)
         qmma_stage_x(staging, (const uint4 *)p.x, k, THREADS);
@@ -462,6 +468,9 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
         if (i < MATS * ngm)
             groups[i] = make_lane_group<T, FMT>(pair[r], zb[r]);
     }
+    // (not unrolled: where PRELOAD covers every entry, Qwen3-8B's, the jump
+    // over this loop stays short; unrolled, gate/up's was 2.5 KB)
+#pragma unroll 1
     for (int i = threadIdx.x + PRELOAD * THREADS; i < MATS * ngm; i += THREADS)
         groups[i] = make_lane_group<T, FMT>((i < ngm ? s0 : s1)[i],
                                             FMT == FMT_AWQ4 ? (i < ngm ? z0 : z1)[i] : 0);
@@ -702,33 +711,46 @@ template <int FMT> constexpr int qmma_pair_span()
     return qmma_batch_units<FMT>(1) / 2 * tiles_of<FMT>::UNIT_TILES;
 }
 
+typedef void (*qmma_kernel_fn)(qmma_params);
+
+// The kernel for a call's norm (qmma_gemv_kernel's NORM): both are built.
+template <typename T, int FMT, int SPAN, int WARPS, int MODE, int DEPTH = 1, bool FULL = false,
+          int NT = 1>
+static qmma_kernel_fn qmma_kernel(bool norm)
+{
+    return norm ? qmma_gemv_kernel<T, FMT, SPAN, WARPS, MODE, DEPTH, FULL, NT, true>
+                : qmma_gemv_kernel<T, FMT, SPAN, WARPS, MODE, DEPTH, FULL, NT, false>;
+}
+
 // The paired grid's kernel (qmma_pair_tiles): 8-warp blocks, whole batches.
-template <typename T, int FMT, int MODE>
-constexpr void (*qmma_pair_kernel)(qmma_params) =
-    qmma_gemv_kernel<T, FMT, qmma_pair_span<FMT>(), QMMA_WARPS_WIDE, MODE, 1, true, 2>;
+template <typename T, int FMT, int MODE> static qmma_kernel_fn qmma_pair_kernel(bool norm)
+{
+    return qmma_kernel<T, FMT, qmma_pair_span<FMT>(), QMMA_WARPS_WIDE, MODE, 1, true, 2>(norm);
+}
 
 template <typename T, int FMT, int MODE>
-static int allow_smem(const char *label)
+static int allow_smem(const char *label, bool norm)
 {
     constexpr int UT = tiles_of<FMT>::UNIT_TILES;
-    const void *kernels[] = {
-        (const void *)qmma_gemv_kernel<T, FMT, 1, QMMA_WARPS_WIDE, MODE>,
-        (const void *)qmma_gemv_kernel<T, FMT, UT, QMMA_WARPS_WIDE, MODE>,
-        (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_WIDE, MODE>,
-        (const void *)qmma_gemv_kernel<T, FMT, 1, QMMA_WARPS_WIDE, MODE, 2>,
-        (const void *)qmma_gemv_kernel<T, FMT, UT, QMMA_WARPS_WIDE, MODE, 2>,
-        (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_WIDE, MODE, 2>,
-        (const void *)qmma_gemv_kernel<T, FMT, 1, QMMA_WARPS_NARROW, MODE>,
-        (const void *)qmma_gemv_kernel<T, FMT, UT, QMMA_WARPS_NARROW, MODE>,
-        (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_NARROW, MODE>,
-        (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_WIDE, MODE, 1, true>,
-        (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_WIDE, MODE, 2, true>,
-        (const void *)qmma_gemv_kernel<T, FMT, 8, QMMA_WARPS_NARROW, MODE, 1, true>,
-        (const void *)qmma_pair_kernel<T, FMT, MODE>,
+    const qmma_kernel_fn kernels[] = {
+        qmma_kernel<T, FMT, 1, QMMA_WARPS_WIDE, MODE>(norm),
+        qmma_kernel<T, FMT, UT, QMMA_WARPS_WIDE, MODE>(norm),
+        qmma_kernel<T, FMT, 8, QMMA_WARPS_WIDE, MODE>(norm),
+        qmma_kernel<T, FMT, 1, QMMA_WARPS_WIDE, MODE, 2>(norm),
+        qmma_kernel<T, FMT, UT, QMMA_WARPS_WIDE, MODE, 2>(norm),
+        qmma_kernel<T, FMT, 8, QMMA_WARPS_WIDE, MODE, 2>(norm),
+        qmma_kernel<T, FMT, 1, QMMA_WARPS_NARROW, MODE>(norm),
+        qmma_kernel<T, FMT, UT, QMMA_WARPS_NARROW, MODE>(norm),
+        qmma_kernel<T, FMT, 8, QMMA_WARPS_NARROW, MODE>(norm),
+        qmma_kernel<T, FMT, 8, QMMA_WARPS_WIDE, MODE, 1, true>(norm),
+        qmma_kernel<T, FMT, 8, QMMA_WARPS_WIDE, MODE, 2, true>(norm),
+        qmma_kernel<T, FMT, 8, QMMA_WARPS_NARROW, MODE, 1, true>(norm),
+        qmma_pair_kernel<T, FMT, MODE>(norm),
     };
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
         if (orin_cu_call(label, "shared memory of the quantized GEMV",
-                         cudaFuncSetAttribute(kernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                         cudaFuncSetAttribute((const void *)kernels[i],
+                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
                                               (int)QMMA_SMEM_MAX)) != 0)
             return -1;
     return 0;
@@ -736,10 +758,13 @@ static int allow_smem(const char *label)
 
 template <typename T> static int allow_smem_all(const char *label)
 {
-    return allow_smem<T, FMT_AWQ4, QMMA_SEGMENTS>(label) |
-           allow_smem<T, FMT_AWQ4, QMMA_SWIGLU>(label) |
-           allow_smem<T, FMT_INT8, QMMA_SEGMENTS>(label) |
-           allow_smem<T, FMT_INT8, QMMA_SWIGLU>(label);
+    int rc = 0;
+    for (int norm = 0; norm < 2; norm++)
+        rc |= allow_smem<T, FMT_AWQ4, QMMA_SEGMENTS>(label, norm) |
+              allow_smem<T, FMT_AWQ4, QMMA_SWIGLU>(label, norm) |
+              allow_smem<T, FMT_INT8, QMMA_SEGMENTS>(label, norm) |
+              allow_smem<T, FMT_INT8, QMMA_SWIGLU>(label, norm);
+    return rc;
 }
 
 // Lets every GEMV instantiation take QMMA_SMEM_MAX of dynamic shared memory
@@ -868,12 +893,13 @@ static void launch_qmma_warps(const orin_exec *ex, const qmma_params &p, unsigne
     constexpr int TEAM = WARPS / qmma_mats(MODE);
     const int per = qmma_warp_share(p.units, TEAM, 8 / UT);
     const bool full = QMMA_FULL && per % B == 0 && p.units % per % B == 0;
+    const bool norm = p.norm_weight != NULL;
     orin_cu_launch(ex, true,
                    p.group_tiles % 8 == 0
-                       ? (full ? qmma_gemv_kernel<T, FMT, 8, WARPS, MODE, DEPTH, true>
-                               : qmma_gemv_kernel<T, FMT, 8, WARPS, MODE, DEPTH>)
-                   : p.group_tiles % UT == 0 ? qmma_gemv_kernel<T, FMT, UT, WARPS, MODE, DEPTH>
-                                             : qmma_gemv_kernel<T, FMT, 1, WARPS, MODE, DEPTH>,
+                       ? (full ? qmma_kernel<T, FMT, 8, WARPS, MODE, DEPTH, true>(norm)
+                               : qmma_kernel<T, FMT, 8, WARPS, MODE, DEPTH>(norm))
+                   : p.group_tiles % UT == 0 ? qmma_kernel<T, FMT, UT, WARPS, MODE, DEPTH>(norm)
+                                             : qmma_kernel<T, FMT, 1, WARPS, MODE, DEPTH>(norm),
                    dim3(blocks), dim3(32 * WARPS), smem, p);
 }
 
@@ -885,8 +911,8 @@ static void launch_qmma_gemv(const orin_exec *ex, const qmma_params &p, unsigned
     constexpr int TEAM = QMMA_WARPS_WIDE / qmma_mats(MODE);
     const int sms = orin_cu_sm_count(ex), warp_units = (p.units + TEAM - 1) / TEAM;
     if (nt == 2)
-        return orin_cu_launch(ex, true, qmma_pair_kernel<T, FMT, MODE>, dim3(blocks),
-                              dim3(32 * QMMA_WARPS_WIDE), smem, p);
+        return orin_cu_launch(ex, true, qmma_pair_kernel<T, FMT, MODE>(p.norm_weight != NULL),
+                              dim3(blocks), dim3(32 * QMMA_WARPS_WIDE), smem, p);
     if ((int)blocks < QMMA_NARROW_BELOW * sms)
         launch_qmma_warps<T, FMT, MODE, QMMA_WARPS_NARROW>(ex, p, blocks, smem);
     else if ((int)blocks <= QMMA_DEEP_UPTO * sms && warp_units >= QMMA_DEEP_BATCHES * DEEP_B)
