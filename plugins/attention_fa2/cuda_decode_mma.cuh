@@ -258,10 +258,15 @@ __device__ __forceinline__ void fa2d_mma_warp_range(const fa2d_params &P, int kv
             base = end; // warp-uniform: no step runs
         else if (first.template step<T, HD>(cache, kvh, base, end, qf, P.scale, st))
             base += 16 * W;
-        for (; base + 16 <= end; base += 16 * W)
-            fa2d_mma_step<T, HD, false>(cache, kvh, base, end, qf, P.scale, st);
-        if (base < end) // warp-uniform
-            fa2d_mma_step<T, HD, true>(cache, kvh, base, end, qf, P.scale, st);
+        if constexpr (FA2D_ONE_LOOP && !std::is_same<First, fa2d_no_first_step>::value) {
+            for (; base < end; base += 16 * W) // warp-uniform
+                fa2d_mma_step<T, HD, true>(cache, kvh, base, end, qf, P.scale, st);
+        } else {
+            for (; base + 16 <= end; base += 16 * W)
+                fa2d_mma_step<T, HD, false>(cache, kvh, base, end, qf, P.scale, st);
+            if (base < end) // warp-uniform
+                fa2d_mma_step<T, HD, true>(cache, kvh, base, end, qf, P.scale, st);
+        }
     }
     // l: this lane's positions only; sum over the 8 lanes g of each t.
 #pragma unroll
