@@ -26,14 +26,6 @@
 #define FA2D_KNOCKOUT 0
 #endif
 enum { FA2D_KO_WAIT = 1, FA2D_KO_STEPS = 2, FA2D_KO_INPUTS = 4, FA2D_KO_MERGE = 8 };
-// A measuring aid: -DFA2D_ONE_LOOP=1 runs the cluster kernel's steps after
-// its early one as one loop of masked steps (one copy of a step instead of
-// the loop's and the last masked step's), so that a warp with one step left
-// jumps once, over that loop, instead of twice (~4 and ~6 KB; ncu's counts,
-// bench/notes/quant.md, seventeenth session).
-#ifndef FA2D_ONE_LOOP
-#define FA2D_ONE_LOOP 0
-#endif
 // Where output d of row r sits in a warp's O rows [rows][HD] in shared memory:
 // bits 1-2 of d flipped by (r / 2) % 4, so that the pairs
 // fa2d_mma_store_warp stores (lane (g, t): rows 2t and 2t + 1, columns 8g + c

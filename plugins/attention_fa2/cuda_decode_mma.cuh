@@ -258,7 +258,13 @@ __device__ __forceinline__ void fa2d_mma_warp_range(const fa2d_params &P, int kv
             base = end; // warp-uniform: no step runs
         else if (first.template step<T, HD>(cache, kvh, base, end, qf, P.scale, st))
             base += 16 * W;
-        if constexpr (FA2D_ONE_LOOP && !std::is_same<First, fa2d_no_first_step>::value) {
+        if constexpr (!std::is_same<First, fa2d_no_first_step>::value) {
+            // after an early step (the cluster kernel, mostly short pieces):
+            // one loop of masked steps, so that a warp whose piece the early
+            // step covered jumps once, over one copy of a step, not twice
+            // (over the loop and the last masked step: ~4 and ~6 KB). H200,
+            // Qwen3-8B at 512: AWQ -0.002 to -0.006 ms, int8 -0.004 to -0.007
+            // (bench/notes/fa2-decode.md, seventeenth session).
             for (; base < end; base += 16 * W) // warp-uniform
                 fa2d_mma_step<T, HD, true>(cache, kvh, base, end, qf, P.scale, st);
         } else {
