@@ -458,9 +458,9 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
     if constexpr (!(QMMA_KNOCKOUT & QMMA_KO_WAIT))
         orin_cu_wait_prior();
     constexpr bool stage = !(QMMA_KNOCKOUT & QMMA_KO_STAGE);
-    if (stage && NORM) // x + residual, normalised, straight into the staged x
+    if constexpr (stage && NORM) // x + residual, normalised, straight into the staged x
         gemv_norm_row<T, 2>(np, (const T *)p.x, k, hs, hs + k, scratch, staging);
-    else if (stage)
+    else if constexpr (stage)
         qmma_stage_x(staging, (const uint4 *)p.x, k, THREADS);
 #pragma unroll
     for (int r = 0; r < PRELOAD; r++) {
