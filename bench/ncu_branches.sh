@@ -8,14 +8,14 @@
 # Environment: WORK (/tmp/orin-shaped: the folders of
 # bench/make_shaped_model.py --fast qwen3-8b and --awq 128 qwen3-8b), SKIP
 # (3000 launches: well into the decode steps), COUNT (8: a layer's kernels and
-# two more), DIST (2048: the shortest jump listed, bytes), OUT (/tmp/orin-ncu:
+# two more), DIST (2048: the shortest jump listed, bytes), NCU_DIR (/tmp/orin-ncu:
 # the report and its CSV).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:?usage: ncu_branches.sh BUILD_DIR [awq|int8|f16]}
 format=${2:-awq}
 work=${WORK:-/tmp/orin-shaped}
-out=${OUT:-/tmp/orin-ncu}
+out=${NCU_DIR:-/tmp/orin-ncu}
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 mkdir -p "$out"
 case $format in
