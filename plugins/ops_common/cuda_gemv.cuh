@@ -1,5 +1,5 @@
 // What ops_common's batch-1 products share (cuda_fused.cu: the float GEMV;
-// cuda_quant.cu: the int8 and AWQ GEMV on tiles): 256-thread blocks, weight loads that
+// cuda_qmma_gemv.cuh: the int8 and AWQ GEMV on tiles): 256-thread blocks, weight loads that
 // skip L1, and the block's sum of per-thread partials.
 #ifndef ORIN_OPS_COMMON_CUDA_GEMV_CUH
 #define ORIN_OPS_COMMON_CUDA_GEMV_CUH

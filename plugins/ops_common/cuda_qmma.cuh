@@ -1,8 +1,8 @@
 // The quantized weights' tile layout (layout 1) and the arithmetic of its
 // k-tiles on the tensor cores, shared by the GEMV that streams them
-// (cuda_quant.cu) and bench/layer_probe.cu, which runs the same k-tiles from a
-// shared-memory ring. Device code only; the layout's packing and the kernels
-// that launch it are in cuda_quant.cu.
+// (cuda_qmma_gemv.cuh) and bench/layer_probe.cu, which runs the same k-tiles
+// from a shared-memory ring. Device code only; the layout's packing is in
+// cuda_quant.cu.
 #ifndef ORIN_OPS_COMMON_CUDA_QMMA_CUH
 #define ORIN_OPS_COMMON_CUDA_QMMA_CUH
 

@@ -2,7 +2,7 @@
 // matmul.awq4 (orin_qweight in orin/ops.h), for f32, f16 and bf16 activations.
 //
 // At load, prepare (orin_op_impl.prepare) rearranges an f16/bf16 model's
-// weights in place into the tile layout below (layout 1), where each lane's
+// weights in place into the tile layout (layout 1, cuda_qmma.cuh), where each lane's
 // 16-byte load is its share of mma.sync's A operand for a strip of 16 outputs:
 //  - one row of x (a decode step) is bound by reading the weights once, so the
 //    GEMV streams them in whole 512-byte warp loads, turns each nibble or byte
@@ -28,10 +28,14 @@
 // The sums are f32 of exact products (a nibble or byte, as an f16 subnormal
 // or a bf16 integer, times an f16 or bf16 x); the scale multiplies each span's
 // sum once, and the offset (scale times zero point and base) its sum of x.
+// The GEMV's kernel and launch are in cuda_qmma_gemv.cuh, instantiated a
+// format a file (cuda_qmma_gemv_awq4.cu, cuda_qmma_gemv_int8.cu); this file
+// sets its calls up (tiles_gemv).
 #include "cuda.h"
 #include "cuda_fused.h"
 #include "cuda_gemv.cuh"
 #include "cuda_qmma.cuh"
+#include "cuda_qmma_gemv.cuh"
 
 #include "orin/cuda_util.cuh"
 #include "orin/error.h"
@@ -170,375 +174,6 @@ template <int FMT> __global__ void pack_groups_kernel(pack_params p)
     }
 }
 
-// ---- the GEMV (one row of x) on tiles -------------------------------------------------
-//
-// Launch: grid = the n-tiles of every matrix (a block an n-tile), 8 warps (16
-// where the grid leaves SMs idle), 3 blocks an SM; warp w takes the w-th share
-// of the units (whole spans), two batches of 4 units (AWQ: 16 k-tiles; int8:
-// 8) of 16-byte loads in flight a lane (a warp load is 512 contiguous bytes),
-// the first one (AWQ) or two (int8) issued before the PDL wait. x and the
-// block's group data (scales and offsets as f32: 128 bytes a group and
-// matrix) go to shared memory first (2K + 128 groups + K / 4 bytes a matrix,
-// at most QMMA_SMEM_MAX), x laid out so that a lane's inputs for a unit are
-// contiguous, so that no tile waits on a global load but its weights' (x read
-// from L2 a tile at a time made a 4096 x 4096 product take 14 us:
-// bench/notes/quant.md), with x's sum over each span. Per k-tile a lane turns
-// its word into 4 A registers (AWQ: 1 shift and 4 LOP3 in f16; int8: 4 byte
-// permutes, and in bf16 a subtraction and conversion through f32) and issues
-// one mma.sync; once a unit it reads its x (one or two 16-byte shared loads),
-// once a span of 8 k-tiles its group entry and the span's sum of x, and adds
-// scale times the span's two rows' f32 sums plus offset times that sum to its
-// totals: 9.1 instructions a k-tile in the SASS (f16 AWQ, whole batches; 12.6
-// before the zero point moved to the span), no chain between tiles. The
-// warps' totals meet in shared memory. Bound by the weight bytes and each
-// launch's fixed costs: after the PDL wait, x's loads queue behind the
-// weights', and the k-tiles, which need x, run after the stream rather than
-// under it (bench/knockouts.sh quant).
-// Two modes, so that a decode step's q/k/v and gate/up take one launch each:
-//  - QMMA_SEGMENTS: up to three matrices of one input (q, k, v) as one grid,
-//    block b in matrix i when begin[i] <= b < begin[i + 1] (its n-tile, or
-//    in pairs its two);
-//  - QMMA_SWIGLU: gate and up, block b their n-tile b, half the warps on each;
-//    the epilogue writes silu(gate) * up, each product rounded to T first.
-//    Where that grid would take two waves, block b takes n-tiles 2b and 2b + 1
-//    of each (NT 2, qmma_pair_tiles): a warp's batch 2 units of each n-tile,
-//    one mma chain an n-tile, x read once for both.
-// Warps a block: 8, or 16 where the grid (N/16 blocks) leaves SMs idle (k/v
-// projections), so that each warp takes half as many units.
-#define QMMA_WARPS_WIDE 8
-#define QMMA_WARPS_NARROW 16
-// k-tiles a batch of a lane's loads covers (AWQ 16: 4 units, int8 8: 4 units);
-// a warp has two batches in flight.
-// (Tunables, overridable with -D for bench/ experiments: bench/notes/quant.md.)
-#ifndef QMMA_BATCH_TILES_AWQ
-#define QMMA_BATCH_TILES_AWQ 16
-#endif
-#ifndef QMMA_BATCH_TILES_INT8
-#define QMMA_BATCH_TILES_INT8 8
-#endif
-// Blocks of 8 warps an SM holds at least (caps their registers: 3 -> 80; the
-// kernel fits them without spilling but for SPAN 1, groups under 128 inputs).
-#ifndef QMMA_WIDE_MIN_BLOCKS
-#define QMMA_WIDE_MIN_BLOCKS 3
-#endif
-// 16 warps a block where the grid has fewer blocks than this many per SM.
-#ifndef QMMA_NARROW_BELOW
-#define QMMA_NARROW_BELOW 1
-#endif
-// Batches twice as deep (2 blocks an SM, up to 128 registers) where the grid
-// has at most this many blocks per SM, and each warp streams at least
-// QMMA_DEEP_BATCHES of them: such a grid never holds 3 blocks an SM, so the
-// registers the third would need go to loads in flight instead. H100, Qwen3-8B
-// down (12,288 x 4,096: 256 blocks, 48 int8 units a warp): 21.5 -> 19.3 us;
-// o (4,096 x 4,096: 16 units a warp, all in flight from the start either way):
-// 6.9 -> 7.7 us, so not there (bench/notes/quant.md).
-#ifndef QMMA_DEEP_UPTO
-#define QMMA_DEEP_UPTO 2
-#endif
-#ifndef QMMA_DEEP_BATCHES
-#define QMMA_DEEP_BATCHES 3
-#endif
-#define QMMA_SMEM_MAX ((size_t)96 << 10)
-// Whole-batch kernels where they apply (0: never; bench/notes/quant.md).
-#ifndef QMMA_FULL
-#define QMMA_FULL 1
-#endif
-// Knock-outs, for bench/knockouts.sh quant only: a bit mask of the pieces of
-// work after the weights' loads that the GEMV skips, to time what each costs.
-// Any bit set makes the results wrong.
-enum { QMMA_KO_WAIT = 1, QMMA_KO_STAGE = 2, QMMA_KO_COMPUTE = 4, QMMA_KO_EPILOGUE = 8 };
-#ifndef QMMA_KNOCKOUT
-#define QMMA_KNOCKOUT 0
-#endif
-// Batches of weight loads a warp issues before the PDL wait (0-2); the rest
-// go out once x is staged. x's loads, issued after the wait, queue behind
-// the SM's outstanding weight loads: fewer early batches stage x sooner and
-// stream the rest later. H200, the model at 512: AWQ 2.029 -> 2.003 ms with
-// 1, int8 2.580 -> 2.646 (bench/notes/quant.md). o_proj's grid issues both
-// whatever the format (qmma_params.early2, set in tiles_gemv).
-#ifndef QMMA_EARLY_BATCHES_AWQ
-#define QMMA_EARLY_BATCHES_AWQ 1
-#endif
-#ifndef QMMA_EARLY_BATCHES_INT8
-#define QMMA_EARLY_BATCHES_INT8 2
-#endif
-// Batches of a warp's weight units, after those it loads before the PDL wait,
-// asked into L2 before it by one cp.async.bulk.prefetch.L2 an n-tile (sm_90),
-// so that the loads after x's staging come from L2, not DRAM. Taken by AWQ's
-// gate/up in pairs, two batches: H100, the model at 512, 2.271 ms with none,
-// 2.243 with one, 2.212 with two. q/k/v, o and down lose by it (a warp's 2-3
-// batches; so would unpaired gate/up's on small models, not measured), a
-// prefetch a line instead of the bulk form loses, int8 is no faster
-// (bench/notes/quant.md, ninth session). QMMA_L2_AHEAD_MODES: bit 1 the
-// one-matrix grids, bit 2 gate/up of several n-tiles a block, bit 4 gate/up
-// one n-tile a block.
-#ifndef QMMA_L2_AHEAD_AWQ
-#define QMMA_L2_AHEAD_AWQ 2
-#endif
-#ifndef QMMA_L2_AHEAD_INT8
-#define QMMA_L2_AHEAD_INT8 0
-#endif
-#ifndef QMMA_L2_AHEAD_MODES
-#define QMMA_L2_AHEAD_MODES 2
-#endif
-
-enum qmma_mode { QMMA_SEGMENTS, QMMA_SWIGLU };
-
-// Matrices a block reads in a mode: gate and up, or its segment's one.
-__host__ __device__ constexpr int qmma_mats(int mode) { return mode == QMMA_SWIGLU ? 2 : 1; }
-
-// Units a warp's batch of loads covers (a lane's 16-byte loads in flight per
-// buffer), DEPTH times the tunable's.
-template <int FMT> __host__ __device__ constexpr int qmma_batch_units(int depth)
-{
-    return (FMT == FMT_AWQ4 ? QMMA_BATCH_TILES_AWQ : QMMA_BATCH_TILES_INT8) /
-           tiles_of<FMT>::UNIT_TILES * depth;
-}
-
-// One matrix in tiles (layout 1) and its output.
-struct qmma_matrix {
-    const uint4 *q;
-    const uint32_t *s;
-    const uint8_t *z;
-    const void *bias; // [out] or NULL
-    void *y;          // [out]
-};
-
-struct qmma_params {
-    qmma_matrix m[3];
-    // the add + rmsnorm in front (orin_norm_in; weight NULL: none), as
-    // gemv_norm<T>'s fields
-    const void *norm_residual, *norm_weight;
-    void *norm_x_out;
-    float norm_eps;
-    int begin[4]; // SEGMENTS: matrix i's blocks are [begin[i], begin[i + 1]); SWIGLU: begin[1] n-tiles
-    int count;    // matrices (SWIGLU: 2, m[0] the gate)
-    int early2;   // both weight batches before the PDL wait whatever the format's default (see tiles_gemv)
-    const void *x;
-    int units, groups, group_tiles; // alike for every matrix
-};
-
-// p.m[i] without indexing the parameter space at run time (which would copy
-// it to local memory).
-__device__ __forceinline__ qmma_matrix qmma_pick(const qmma_params &p, int i)
-{
-    return i == 0 ? p.m[0] : i == 1 ? p.m[1] : p.m[2];
-}
-
-
-// Units [u, u + B / NT) of NT n-tiles (n-tile nt's at q + nt tile_stride),
-// those below u_end, into buf[b NT + nt] (qmma_batch's order).
-template <int B, int NT = 1>
-__device__ __forceinline__ void load_units(uint4 (&buf)[B], const uint4 *q, int u, int u_end,
-                                           size_t tile_stride = 0)
-{
-#pragma unroll
-    for (int b = 0; b < B / NT; b++)
-        if (u + b < u_end)
-#pragma unroll
-            for (int nt = 0; nt < NT; nt++)
-                buf[b * NT + nt] = load_weights16(q + nt * tile_stride + (size_t)(u + b) * 32);
-}
-
-
-// Units [first, min(u1, first + n)) of each of nt n-tiles (tile_stride uint4
-// apart from q) asked into L2 by lanes 0..nt-1 of a warp: a hint, which
-// nothing waits on (sm_90: a no-op below).
-__device__ __forceinline__ void qmma_l2_ahead(const uint4 *q, size_t tile_stride, int nt,
-                                              int first, int u1, int n, int lane)
-{
-    const int units = min(u1, first + n) - first;
-    if (units > 0 && lane < nt)
-        orin_cu_prefetch_l2_bulk(q + lane * tile_stride + (size_t)first * 32,
-                                 (uint32_t)units * 512);
-}
-
-// Units a warp takes: a team-th of them, whole spans of span_units (units
-// are whole groups); warp w takes [w per, (w + 1) per) of those that exist.
-__host__ __device__ __forceinline__ int qmma_warp_share(int units, int team, int span_units)
-{
-    return ((units + team - 1) / team + span_units - 1) / span_units * span_units;
-}
-
-// FULL: every warp's units are whole batches (the host's pick, from
-// qmma_warp_share), so that the main loop tests no unit against the end.
-// NT: n-tiles a block takes of each matrix (2 where the grid would otherwise
-// run in two waves, qmma_pair_tiles; SEGMENTS: of its segment), each warp all
-// NT of its matrix over its units, loading x once for them.
-// NORM: an add + rmsnorm in front (p.norm_weight set). A template argument,
-// not a test of p.norm_weight after the PDL wait, so that the code after the
-// wait is one straight path: as a run-time test, each kernel jumped ~5-6 KB
-// over the path it did not take, right after the wait (ncu's executed counts,
-// bench/notes/quant.md, seventeenth session), and a taken jump that far costs
-// an instruction fetch from DRAM on the chain (bench/notes/fa2-decode.md).
-template <typename T, int FMT, int SPAN, int WARPS, int MODE, int DEPTH = 1, bool FULL = false,
-          int NT = 1, bool NORM = false>
-__global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
-                                              : WARPS == QMMA_WARPS_WIDE ? QMMA_WIDE_MIN_BLOCKS
-                                                                         : 1)
-    qmma_gemv_kernel(qmma_params p)
-{
-    constexpr int UT = tiles_of<FMT>::UNIT_TILES;
-    constexpr int B = qmma_batch_units<FMT>(DEPTH), BU = B / NT; // loads, units a batch
-    constexpr int MATS = qmma_mats(MODE);
-    constexpr int TEAM = WARPS / MATS;                 // warps on one matrix
-    // x [k], then the group data [MATS][groups][8], then with a norm in front
-    // the normalised row and its weight [2][k], then the spans' sums of x
-    // [k / 16 SPAN] (qmma_smem_bytes)
-    extern __shared__ uint4 smem[];
-    __shared__ float red[WARPS][16 * NT];
-    __shared__ float scratch[32];
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int g = lane >> 2, t = lane & 3;
-    // the block's matrix (SEGMENTS) or the warp's (SWIGLU), and the n-tile
-    int seg = 0;
-    if (MODE == QMMA_SEGMENTS)
-        while (seg + 1 < p.count && (int)blockIdx.x >= p.begin[seg + 1])
-            seg++;
-    const int j = ((int)blockIdx.x - p.begin[seg]) * NT; // the block's first n-tile
-    const int mine = MODE == QMMA_SWIGLU ? warp / TEAM : 0;
-    const qmma_matrix mat = qmma_pick(p, MODE == QMMA_SWIGLU ? mine : seg);
-    // the warp's units: a TEAM-th of them, whole spans (units are whole groups)
-    constexpr int SPAN_UNITS = SPAN > UT ? SPAN / UT : 1;
-    const int per = qmma_warp_share(p.units, TEAM, SPAN_UNITS);
-    const int u0 = min(p.units, warp % TEAM * per), u1 = min(p.units, u0 + per);
-    const size_t tile_stride = (size_t)p.units * 32; // uint4 an n-tile
-    const uint4 *q = mat.q + (size_t)j * tile_stride + lane;
-    const int k = p.units * tiles_of<FMT>::UNIT_K;
-    uint4 *xs = smem;
-    lane_group *groups = (lane_group *)(xs + k * sizeof(T) / 16);
-    // The weights are never written by a kernel: EARLY batches of loads go out
-    // before the PDL wait (an earlier version: 2 against 0, 4.26 against 4.65
-    // ms an AWQ step), the rest once x is staged.
-    constexpr int EARLY = FMT == FMT_AWQ4 ? QMMA_EARLY_BATCHES_AWQ : QMMA_EARLY_BATCHES_INT8;
-    uint4 cur[B], nxt[B];
-    if constexpr (EARLY >= 1)
-        load_units<B, NT>(cur, q, u0, u1, tile_stride);
-    const bool early2 = EARLY >= 2 || (DEPTH == 1 && p.early2); // deep batches: not (down)
-    if (early2)
-        load_units<B, NT>(nxt, q, u0 + BU, u1, tile_stride);
-    // x and the group data to shared memory. The group data is never written
-    // by a kernel either: a thread's first PRELOAD entries are loaded before
-    // the wait, so that after it only x's round trip (from L2) remains.
-    // Entry i is matrix i / ngm's entry i % ngm (an n-tile's ng entries after
-    // another's: the stored order).
-    const int ng = p.groups * 8, ngm = NT * ng;
-    // the block's group data: of its matrix (SEGMENTS), of gate then up (SWIGLU)
-    const uint32_t *s0 = (MODE == QMMA_SWIGLU ? p.m[0] : mat).s + (size_t)j * ng;
-    const uint8_t *z0 = (MODE == QMMA_SWIGLU ? p.m[0] : mat).z + (size_t)j * ng;
-    const uint32_t *s1 = p.m[1].s + (size_t)j * ng - ngm; // entries ngm.. of the block
-    const uint8_t *z1 = p.m[1].z + (size_t)j * ng - ngm;
-    constexpr int PRELOAD = 4, THREADS = 32 * WARPS;
-    uint32_t pair[PRELOAD], zb[PRELOAD];
-#pragma unroll
-    for (int r = 0; r < PRELOAD; r++) {
-        const int i = threadIdx.x + r * THREADS;
-        const bool in = i < MATS * ngm;
-        pair[r] = in ? (i < ngm ? s0 : s1)[i] : 0;
-        zb[r] = FMT == FMT_AWQ4 && in ? (i < ngm ? z0 : z1)[i] : 0;
-    }
-    // with a norm in front, x_out's scratch and the norm's weight (fetched now)
-    T *hs = (T *)(groups + MATS * ngm);
-    const gemv_norm<T> np = {(const T *)p.norm_residual, (const T *)p.norm_weight,
-                             (T *)p.norm_x_out, p.norm_eps};
-    if constexpr (NORM)
-        gemv_norm_fetch_weight<T>(np, k, hs + k);
-    const qmma_staging<T, FMT, SPAN> staging = {(uint2 *)xs,
-                                                 (float *)(hs + (NORM ? 2 * k : 0))};
-    // the next batches into L2 (QMMA_L2_AHEAD_*)
-    constexpr int KIND = MODE == QMMA_SWIGLU ? (NT >= 2 ? 2 : 4) : 1; // QMMA_L2_AHEAD_MODES' bits
-    constexpr int AHEAD = (QMMA_L2_AHEAD_MODES & KIND) == 0 ? 0
-                          : FMT == FMT_AWQ4 ? QMMA_L2_AHEAD_AWQ
-                                            : QMMA_L2_AHEAD_INT8;
-    if constexpr (AHEAD > 0)
-        qmma_l2_ahead(mat.q + (size_t)j * tile_stride, tile_stride, NT,
-                      u0 + (early2 ? 2 : EARLY) * BU, u1, AHEAD * BU, lane);
-    // PDL prologue (orin/cuda_util.cuh): the previous kernel wrote x.
-    orin_cu_allow_next();
-    if constexpr (!(QMMA_KNOCKOUT & QMMA_KO_WAIT))
-        orin_cu_wait_prior();
-    constexpr bool stage = !(QMMA_KNOCKOUT & QMMA_KO_STAGE);
-    if constexpr (stage && NORM) // x + residual, normalised, straight into the staged x
-        gemv_norm_row<T, 2>(np, (const T *)p.x, k, hs, hs + k, scratch, staging);
-    else if constexpr (stage)
-        qmma_stage_x(staging, (const uint4 *)p.x, k, THREADS);
-#pragma unroll
-    for (int r = 0; r < PRELOAD; r++) {
-        const int i = threadIdx.x + r * THREADS;
-        if (i < MATS * ngm)
-            groups[i] = make_lane_group<T, FMT>(pair[r], zb[r]);
-    }
-    // (not unrolled: where PRELOAD covers every entry, Qwen3-8B's, the jump
-    // over this loop stays short; unrolled, gate/up's was 2.5 KB)
-#pragma unroll 1
-    for (int i = threadIdx.x + PRELOAD * THREADS; i < MATS * ngm; i += THREADS)
-        groups[i] = make_lane_group<T, FMT>((i < ngm ? s0 : s1)[i],
-                                            FMT == FMT_AWQ4 ? (i < ngm ? z0 : z1)[i] : 0);
-    __syncthreads();
-    const lane_group *my_groups = groups + mine * ngm;
-    if constexpr (EARLY < 1)
-        load_units<B, NT>(cur, q, u0, u1, tile_stride);
-    if (!early2)
-        load_units<B, NT>(nxt, q, u0 + BU, u1, tile_stride);
-
-    qmma_lanes<NT> st = {};
-    st.gi = u0 * UT / p.group_tiles;
-    st.left = p.group_tiles - u0 * UT % p.group_tiles;
-    st.span_sum = staging.xsum + u0 * UT / SPAN;
-    // batch u in cur while the next is in flight, then the other way round:
-    // no register moves between the two buffers
-    auto batch = [&](const uint4(&raw)[B], int u) {
-        if constexpr (QMMA_KNOCKOUT & QMMA_KO_COMPUTE)
-            for (int b = 0; b < BU && u + b < u1; b++) // keeps the loads, not the k-tiles
-                for (int nt = 0; nt < NT; nt++)
-                    st.tot[0] += (float)(raw[b * NT + nt].x ^ raw[b * NT + nt].y ^
-                                         raw[b * NT + nt].z ^ raw[b * NT + nt].w);
-        else
-            qmma_batch<T, FMT, SPAN, B, FULL, NT>(raw, u, u1, xs, my_groups, g, t,
-                                                  p.group_tiles, st, ng);
-    };
-    for (int u = u0; u < u1; u += 2 * BU) {
-        batch(cur, u);
-        load_units<B, NT>(cur, q, u + 2 * BU, u1, tile_stride);
-        if (u + BU >= u1)
-            break;
-        batch(nxt, u + BU);
-        load_units<B, NT>(nxt, q, u + 3 * BU, u1, tile_stride);
-    }
-    if constexpr (QMMA_KNOCKOUT & QMMA_KO_EPILOGUE) { // each warp's rows, unsummed
-        if (lane == 0)
-            ((T *)mat.y)[16 * j + warp] = orin_cu_from_f32<T>(st.tot[0] + st.tot[1]);
-        return;
-    }
-    if (t == 0) {
-#pragma unroll
-        for (int nt = 0; nt < NT; nt++) {
-            red[warp][16 * nt + g] = st.tot[2 * nt];
-            red[warp][16 * nt + g + 8] = st.tot[2 * nt + 1];
-        }
-    }
-    __syncthreads();
-    if (threadIdx.x >= 16 * NT) // thread r: the block's row 16 j + r
-        return;
-    float sum[MATS];
-#pragma unroll
-    for (int m = 0; m < MATS; m++) {
-        sum[m] = 0.0f;
-#pragma unroll
-        for (int wp = 0; wp < TEAM; wp++)
-            sum[m] += red[m * TEAM + wp][threadIdx.x];
-    }
-    const int row = 16 * j + threadIdx.x;
-    if (MODE == QMMA_SWIGLU) {
-        const float gate = orin_cu_f32(orin_cu_from_f32<T>(sum[0])); // rounded as stored
-        const float up = orin_cu_f32(orin_cu_from_f32<T>(sum[MATS - 1]));
-        ((T *)p.m[0].y)[row] = orin_cu_from_f32<T>(gate / (1.0f + expf(-gate)) * up);
-        return;
-    }
-    if (mat.bias)
-        sum[0] += orin_cu_f32(((const T *)mat.bias)[row]);
-    ((T *)mat.y)[row] = orin_cu_from_f32<T>(sum[0]);
-}
 
 // ---- dequantizing a slice (prefill) ---------------------------------------------------
 
@@ -704,69 +339,6 @@ static size_t qmma_smem_bytes(int64_t in, int64_t groups, int mats, bool norm = 
            (norm ? gemv_norm_smem(in, 2) : 0) + (size_t)in / 16 * sizeof(float);
 }
 
-// A paired grid's span (qmma_pair_tiles): a batch's units of one n-tile, B / 2
-// (AWQ 2 units, 8 k-tiles; int8 2 units, 4 k-tiles).
-template <int FMT> constexpr int qmma_pair_span()
-{
-    return qmma_batch_units<FMT>(1) / 2 * tiles_of<FMT>::UNIT_TILES;
-}
-
-typedef void (*qmma_kernel_fn)(qmma_params);
-
-// The kernel for a call's norm (qmma_gemv_kernel's NORM): both are built.
-template <typename T, int FMT, int SPAN, int WARPS, int MODE, int DEPTH = 1, bool FULL = false,
-          int NT = 1>
-static qmma_kernel_fn qmma_kernel(bool norm)
-{
-    return norm ? qmma_gemv_kernel<T, FMT, SPAN, WARPS, MODE, DEPTH, FULL, NT, true>
-                : qmma_gemv_kernel<T, FMT, SPAN, WARPS, MODE, DEPTH, FULL, NT, false>;
-}
-
-// The paired grid's kernel (qmma_pair_tiles): 8-warp blocks, whole batches.
-template <typename T, int FMT, int MODE> static qmma_kernel_fn qmma_pair_kernel(bool norm)
-{
-    return qmma_kernel<T, FMT, qmma_pair_span<FMT>(), QMMA_WARPS_WIDE, MODE, 1, true, 2>(norm);
-}
-
-template <typename T, int FMT, int MODE>
-static int allow_smem(const char *label, bool norm)
-{
-    constexpr int UT = tiles_of<FMT>::UNIT_TILES;
-    const qmma_kernel_fn kernels[] = {
-        qmma_kernel<T, FMT, 1, QMMA_WARPS_WIDE, MODE>(norm),
-        qmma_kernel<T, FMT, UT, QMMA_WARPS_WIDE, MODE>(norm),
-        qmma_kernel<T, FMT, 8, QMMA_WARPS_WIDE, MODE>(norm),
-        qmma_kernel<T, FMT, 1, QMMA_WARPS_WIDE, MODE, 2>(norm),
-        qmma_kernel<T, FMT, UT, QMMA_WARPS_WIDE, MODE, 2>(norm),
-        qmma_kernel<T, FMT, 8, QMMA_WARPS_WIDE, MODE, 2>(norm),
-        qmma_kernel<T, FMT, 1, QMMA_WARPS_NARROW, MODE>(norm),
-        qmma_kernel<T, FMT, UT, QMMA_WARPS_NARROW, MODE>(norm),
-        qmma_kernel<T, FMT, 8, QMMA_WARPS_NARROW, MODE>(norm),
-        qmma_kernel<T, FMT, 8, QMMA_WARPS_WIDE, MODE, 1, true>(norm),
-        qmma_kernel<T, FMT, 8, QMMA_WARPS_WIDE, MODE, 2, true>(norm),
-        qmma_kernel<T, FMT, 8, QMMA_WARPS_NARROW, MODE, 1, true>(norm),
-        qmma_pair_kernel<T, FMT, MODE>(norm),
-    };
-    for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
-        if (orin_cu_call(label, "shared memory of the quantized GEMV",
-                         cudaFuncSetAttribute((const void *)kernels[i],
-                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              (int)QMMA_SMEM_MAX)) != 0)
-            return -1;
-    return 0;
-}
-
-template <typename T> static int allow_smem_all(const char *label)
-{
-    int rc = 0;
-    for (int norm = 0; norm < 2; norm++)
-        rc |= allow_smem<T, FMT_AWQ4, QMMA_SEGMENTS>(label, norm) |
-              allow_smem<T, FMT_AWQ4, QMMA_SWIGLU>(label, norm) |
-              allow_smem<T, FMT_INT8, QMMA_SEGMENTS>(label, norm) |
-              allow_smem<T, FMT_INT8, QMMA_SWIGLU>(label, norm);
-    return rc;
-}
-
 // Lets every GEMV instantiation take QMMA_SMEM_MAX of dynamic shared memory
 // (beyond the default 48 KiB); once a process, from prepare.
 static int qmma_allow_smem(const char *label)
@@ -774,7 +346,7 @@ static int qmma_allow_smem(const char *label)
     static int done = 0;
     if (done)
         return 0;
-    if ((allow_smem_all<__half>(label) | allow_smem_all<__nv_bfloat16>(label)) != 0)
+    if ((qmma_allow_smem_of<FMT_AWQ4>(label) | qmma_allow_smem_of<FMT_INT8>(label)) != 0)
         return -1;
     done = 1;
     return 0;
@@ -876,63 +448,6 @@ static int quant_sliced(const orin_exec *ex, const orin_matmul_quant_args *a,
             return -1;
     }
     return 0;
-}
-
-// A scale multiplies the sums of 8 k-tiles at once where groups are whole
-// multiples of 8 (128 inputs), else of a unit's tiles, else of one tile (the
-// SPAN of qmma_batch); a grid of fewer blocks than QMMA_NARROW_BELOW per SM
-// takes 16 warps a block, one of at most QMMA_DEEP_UPTO whose warps stream
-// QMMA_DEEP_BATCHES deep batches or more takes them (DEPTH 2). With spans of
-// 8 (groups of 128: the published checkpoints') where every warp's units are
-// whole batches, the kernel that tests no unit against the end (FULL).
-template <typename T, int FMT, int MODE, int WARPS, int DEPTH = 1>
-static void launch_qmma_warps(const orin_exec *ex, const qmma_params &p, unsigned blocks,
-                              size_t smem)
-{
-    constexpr int UT = tiles_of<FMT>::UNIT_TILES, B = qmma_batch_units<FMT>(DEPTH);
-    constexpr int TEAM = WARPS / qmma_mats(MODE);
-    const int per = qmma_warp_share(p.units, TEAM, 8 / UT);
-    const bool full = QMMA_FULL && per % B == 0 && p.units % per % B == 0;
-    const bool norm = p.norm_weight != NULL;
-    orin_cu_launch(ex, true,
-                   p.group_tiles % 8 == 0
-                       ? (full ? qmma_kernel<T, FMT, 8, WARPS, MODE, DEPTH, true>(norm)
-                               : qmma_kernel<T, FMT, 8, WARPS, MODE, DEPTH>(norm))
-                   : p.group_tiles % UT == 0 ? qmma_kernel<T, FMT, UT, WARPS, MODE, DEPTH>(norm)
-                                             : qmma_kernel<T, FMT, 1, WARPS, MODE, DEPTH>(norm),
-                   dim3(blocks), dim3(32 * WARPS), smem, p);
-}
-
-template <typename T, int FMT, int MODE>
-static void launch_qmma_gemv(const orin_exec *ex, const qmma_params &p, unsigned blocks,
-                             size_t smem, int nt)
-{
-    constexpr int DEEP_B = qmma_batch_units<FMT>(2);
-    constexpr int TEAM = QMMA_WARPS_WIDE / qmma_mats(MODE);
-    const int sms = orin_cu_sm_count(ex), warp_units = (p.units + TEAM - 1) / TEAM;
-    if (nt == 2)
-        return orin_cu_launch(ex, true, qmma_pair_kernel<T, FMT, MODE>(p.norm_weight != NULL),
-                              dim3(blocks), dim3(32 * QMMA_WARPS_WIDE), smem, p);
-    if ((int)blocks < QMMA_NARROW_BELOW * sms)
-        launch_qmma_warps<T, FMT, MODE, QMMA_WARPS_NARROW>(ex, p, blocks, smem);
-    else if ((int)blocks <= QMMA_DEEP_UPTO * sms && warp_units >= QMMA_DEEP_BATCHES * DEEP_B)
-        launch_qmma_warps<T, FMT, MODE, QMMA_WARPS_WIDE, 2>(ex, p, blocks, smem);
-    else
-        launch_qmma_warps<T, FMT, MODE, QMMA_WARPS_WIDE>(ex, p, blocks, smem);
-}
-
-template <typename T>
-static void launch_qmma_mode(const orin_exec *ex, quant_fmt fmt, qmma_mode mode,
-                             const qmma_params &p, unsigned blocks, size_t smem, int nt)
-{
-    if (fmt == FMT_AWQ4)
-        mode == QMMA_SWIGLU
-            ? launch_qmma_gemv<T, FMT_AWQ4, QMMA_SWIGLU>(ex, p, blocks, smem, nt)
-            : launch_qmma_gemv<T, FMT_AWQ4, QMMA_SEGMENTS>(ex, p, blocks, smem, nt);
-    else
-        mode == QMMA_SWIGLU
-            ? launch_qmma_gemv<T, FMT_INT8, QMMA_SWIGLU>(ex, p, blocks, smem, nt)
-            : launch_qmma_gemv<T, FMT_INT8, QMMA_SEGMENTS>(ex, p, blocks, smem, nt);
 }
 
 // n-tiles a block takes of each matrix (the kernel's NT): 2 for gate/up where
@@ -1072,10 +587,10 @@ static int tiles_gemv(const orin_exec *ex, const quant_call *c, const qmma_part 
     p.early2 = count == 1 && !norm && (int)blocks <= 2 * orin_cu_sm_count(ex);
     const size_t smem =
         qmma_smem_bytes(c->in, p.groups, qmma_mats(mode) * nt, norm != NULL);
-    if (c->dt == ORIN_F16)
-        launch_qmma_mode<__half>(ex, c->fmt, mode, p, blocks, smem, nt);
+    if (c->fmt == FMT_AWQ4)
+        qmma_launch<FMT_AWQ4>(ex, c->dt, mode, p, blocks, smem, nt);
     else
-        launch_qmma_mode<__nv_bfloat16>(ex, c->fmt, mode, p, blocks, smem, nt);
+        qmma_launch<FMT_INT8>(ex, c->dt, mode, p, blocks, smem, nt);
     return orin_cu_launched(c->label, c->dt, "gemv on tiles: x [1, %lld], %d matrices of %d "
                             "n-tiles, group %d", (long long)c->in, count, tiles, group);
 }
