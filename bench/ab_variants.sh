@@ -10,7 +10,7 @@
 # VARIANT is NAME=CUDA_FLAGS ("awq16=-DQMMA_BATCH_TILES_AWQ=16"), or
 # NAME=@FILE:PATH (this working tree, its untracked files too, with PATH
 # replaced by FILE, e.g. the version at HEAD:
-# "old=@/tmp/cuda_quant.cu:plugins/ops_common/cuda_quant.cu"; several
+# "old=@/tmp/cuda_qmma_gemv.cuh:plugins/ops_common/cuda_qmma_gemv.cuh"; several
 # FILE:PATH pairs separated by commas), or NAME=@@REV (the tree at git
 # revision REV, e.g. "before=@@8d6ef86": a change against the code before
 # it). "base" is

@@ -5,7 +5,7 @@
 # are, alternating (bench/ab_variants.sh).
 #
 #   bash bench/knockouts.sh quant BUILD_DIR
-#     the quantized GEMV (QMMA_KNOCKOUT, plugins/ops_common/cuda_quant.cu): the
+#     the quantized GEMV (QMMA_KNOCKOUT, plugins/ops_common/cuda_qmma_gemv.cuh): the
 #     PDL wait, the staging of x, the k-tiles, the warps' reduction; then all
 #     four; matmul_bench's four decode products, AWQ and int8, us each
 #     (bench/notes/quant.md, "knock-outs"), and with MODEL set that model's

@@ -9,6 +9,11 @@
 #
 #   bash bench/sass_diff.sh REV FILE [ARCH]
 #   DEFAULT_SUFFIX=Li1E bash bench/sass_diff.sh c7e04fa plugins/ops_common/cuda_quant.cu
+# NOW_FILES (space-separated): the working tree's files that hold FILE's
+# kernels at REV, where they have moved between files since, e.g.
+#   NOW_FILES="plugins/ops_common/cuda_quant.cu plugins/ops_common/cuda_qmma_gemv_awq4.cu
+#     plugins/ops_common/cuda_qmma_gemv_int8.cu" bash bench/sass_diff.sh 6fc16a4 \
+#     plugins/ops_common/cuda_quant.cu
 #
 # Needs nvcc and nvdisasm (NVDISASM=path; off a GPU machine PyPI's
 # nvidia-cuda-nvdisasm wheel carries one). Prints a line a kernel that differs
@@ -23,12 +28,17 @@ command -v "$nvdisasm" >/dev/null || { echo "sass_diff.sh: no nvdisasm (NVDISASM
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 git archive "$rev" | tar -x -C "$work" || exit 2
-inc=(-Icore/include -I"$(dirname "$file")")
-sass() { # SRC_ROOT OUT
-  (cd "$1" && nvcc -cubin -arch="$arch" -O3 -std=c++17 "${inc[@]}" "$file" -o "$2.cubin") &&
-    "$nvdisasm" -c "$2.cubin" >"$2.sass"
+read -r -a now_files <<<"${NOW_FILES:-$file}"
+sass() { # SRC_ROOT OUT FILE...: every FILE's SASS, one after the other, in OUT.sass
+  local root=$1 out=$2 f
+  shift 2
+  : >"$out.sass"
+  for f in "$@"; do
+    (cd "$root" && nvcc -cubin -arch="$arch" -O3 -std=c++17 -Icore/include -I"$(dirname "$f")" \
+      "$f" -o "$out.cubin") && "$nvdisasm" -c "$out.cubin" >>"$out.sass" || return 1
+  done
 }
-sass "$work" "$work/old" && sass "$PWD" "$work/new" || exit 2
+sass "$work" "$work/old" "$file" && sass "$PWD" "$work/new" "${now_files[@]}" || exit 2
 python3 - "$work/old.sass" "$work/new.sass" "${DEFAULT_SUFFIX:-}" <<'PY'
 import re, sys
 def kernels(path):

@@ -3,7 +3,7 @@
 // keep the loads alive), launched back to back with PDL as a decode step's
 // products are. Two ways of keeping bytes in flight, each block reading one
 // 32 KB slab (an AWQ n-tile of a 4,096-wide product):
-//  - PROBE_FULL: as the quantized GEMV does (cuda_quant.cu): each of 256
+//  - PROBE_FULL: as the quantized GEMV does (cuda_qmma_gemv.cuh): each of 256
 //    threads issues its 8 16-byte loads into registers before the PDL wait,
 //    and the block takes a third of an SM (the GEMV by its 80 registers, the
 //    probe by shared memory it does not use), so that the next kernel's
