@@ -86,7 +86,7 @@
 // "cpasync=2|3|4|6" (the mma split kernel through shared memory, with the
 // default or that many K/V tiles in flight a warp; "cpasync=0": through
 // registers, fa2d_split_mma); "bps=N" (blocks per SM the split count aims at;
-// default: the kernel's occupancy); "cwarps=4|8|16" (the cluster kernel's warps a
+// default: the kernel's occupancy); "cwarps=8|16" (the cluster kernel's warps a
 // block; default: AUTO's pick); "prefetch=N" (warp steps prefetched before the
 // PDL wait, 0..8; default: the rule above; the split kernels only: the
 // cluster kernel stages each warp's first step instead); "skew=N" (testing:
@@ -138,7 +138,7 @@ struct fa2d_config {
     int prefetch; // warp steps prefetched before the PDL wait ("prefetch=N", 0..8), or -1:
                   // the kernel's rule from p (fa2d_prefetch_warp; graph-safe: read on the
                   // device, so a graph captured at one length replays right at any other)
-    int cwarps;   // warps a block of the cluster kernel: 4, 8 or 16 ("cwarps=N"), 0: AUTO's pick
+    int cwarps;   // warps a block of the cluster kernel: 8 or 16 ("cwarps=N"), 0: AUTO's pick
     int skew;     // testing: the cluster kernel's early position read as p - skew ("skew=N")
     int pad_kb;   // KB of unused dynamic shared memory added to the cluster kernel ("pad=N",
                   // a measuring aid: what a larger launch costs the step, bench/carveout.sh)
@@ -188,8 +188,7 @@ int fa2d_parse_config(fa2d_config *cfg)
         } else if (sscanf(word, "cpasync=%d%c", &n, &extra) == 1 &&
                    (n == 0 || n == 2 || n == 3 || n == 4 || n == 6)) {
             cfg->cp = n;
-        } else if (sscanf(word, "cwarps=%d%c", &n, &extra) == 1 &&
-                   (n == 4 || n == 8 || n == 16)) {
+        } else if (sscanf(word, "cwarps=%d%c", &n, &extra) == 1 && (n == 8 || n == 16)) {
             cfg->cwarps = n;
         } else if (sscanf(word, "prefetch=%d%c", &n, &extra) == 1 && n >= 0 && n <= 8) {
             cfg->prefetch = n;
@@ -201,7 +200,7 @@ int fa2d_parse_config(fa2d_config *cfg)
             return orin_error_set("%s: ORIN_FA2_DECODE_CONFIG \"%s\": unknown \"%s\" (words "
                                   "joined by '+': auto, cluster, cluster=8|12|14|16, two-kernel, "
                                   "fused, mma, simt, cpasync, cpasync=0|2|3|4|6, bps=1..64, "
-                                  "prefetch=0..8, cwarps=4|8|16, skew=0..1000000, pad=0..160)",
+                                  "prefetch=0..8, cwarps=8|16, skew=0..1000000, pad=0..160)",
                                   FA2D_LABEL, env, word);
         }
         p += strcspn(p, "+");
@@ -382,9 +381,7 @@ template <typename T, int HD, int W> int fa2d_capacity_w(const orin_exec *ex, in
 
 template <typename T, int HD> int fa2d_capacity_of(const orin_exec *ex, int c, int w)
 {
-    return w == 4   ? fa2d_capacity_w<T, HD, 4>(ex, c)
-           : w == 8 ? fa2d_capacity_w<T, HD, 8>(ex, c)
-                    : fa2d_capacity_w<T, HD, 16>(ex, c);
+    return w == 8 ? fa2d_capacity_w<T, HD, 8>(ex, c) : fa2d_capacity_w<T, HD, 16>(ex, c);
 }
 
 // The clusters this call runs the cluster kernel with: C blocks of W warps,
@@ -505,11 +502,8 @@ int fa2d_try_cluster(const orin_exec *ex, orin_dtype dt, const fa2d_config *cfg,
     *launched = shape.c != 0;
     if (!shape.c)
         return 0;
-    switch (shape.w) {
-    case 4: return fa2d_launch_cluster_w<T, HD, 4>(ex, dt, cfg, P, units, shape.c);
-    case 8: return fa2d_launch_cluster_w<T, HD, 8>(ex, dt, cfg, P, units, shape.c);
-    default: return fa2d_launch_cluster_w<T, HD, 16>(ex, dt, cfg, P, units, shape.c);
-    }
+    return shape.w == 8 ? fa2d_launch_cluster_w<T, HD, 8>(ex, dt, cfg, P, units, shape.c)
+                        : fa2d_launch_cluster_w<T, HD, 16>(ex, dt, cfg, P, units, shape.c);
 }
 
 template <typename T>
