@@ -1,6 +1,7 @@
 /* ops_common's CUDA implementations (cuda.cu: everything but the matmuls and
  * the vision ops; cuda_matmul.cu: the matmul through cuBLASLt; cuda_quant.cu:
- * the matmuls over quantized weights; cuda_vision.cu: layernorm, gelu and
+ * the matmuls over quantized weights, their one-row GEMV in
+ * cuda_qmma_gemv.cuh; cuda_vision.cu: layernorm, gelu and
  * rope.table), behind C entry points, for f32,
  * f16 and bf16 (`dt` is the dtype the implementation was registered for).
  *
