@@ -3,8 +3,9 @@
 // (tiles_gemv) and calls qmma_launch<FMT>; each format's kernels are
 // instantiated in a translation unit of their own (cuda_qmma_gemv_awq4.cu,
 // cuda_qmma_gemv_int8.cu), so that the two compile in parallel: a format has
-// 104 kernels (both norms, both modes, f16 and bf16), ~50 s of nvcc an
-// architecture.
+// 104 kernels (both norms, both modes, f16 and bf16), 35-45 s of nvcc an
+// architecture where the whole file took 80 (bench/notes/quant.md,
+// eighteenth session).
 #ifndef ORIN_OPS_COMMON_CUDA_QMMA_GEMV_CUH
 #define ORIN_OPS_COMMON_CUDA_QMMA_GEMV_CUH
 
