@@ -29,6 +29,9 @@ def launches(path):
                 header = row
             elif row[0].startswith("0x") and found:
                 found[-1][1].append(row)
+    if not found or header is None:
+        sys.exit("ncu_branches.py: %s: no kernel's per-line table (want the CSV of `ncu --import "
+                 "REP --page source --csv --print-source sass`)" % path)
     out = []
     for name, rows in found:
         if out and out[-1][0] == name and out[-1][2] == rows:
@@ -38,9 +41,12 @@ def launches(path):
 
 
 def report(name, hdr, rows, dist):
-    col = {k: hdr.index(k) for k in ("Instructions Executed", "Thread Instructions Executed",
-                                      "Predicated-On Thread Instructions Executed",
-                                      "Warp Stall Sampling (All Samples)")}
+    want = ("Instructions Executed", "Thread Instructions Executed",
+            "Predicated-On Thread Instructions Executed", "Warp Stall Sampling (All Samples)")
+    missing = [k for k in want if k not in hdr]
+    if missing:
+        sys.exit("ncu_branches.py: no column %r (collect with --section SourceCounters)" % missing[0])
+    col = {k: hdr.index(k) for k in want}
     no_inst = hdr.index("stall_no_inst") if "stall_no_inst" in hdr else None
     base = int(rows[0][0], 16)
     wait = next((int(r[0], 16) - base for r in rows if "ACQBULK" in r[1]), None)

@@ -28,7 +28,7 @@ command -v "$nvdisasm" >/dev/null || { echo "sass_diff.sh: no nvdisasm (NVDISASM
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 git archive "$rev" | tar -x -C "$work" || exit 2
-read -r -a now_files <<<"${NOW_FILES:-$file}"
+read -r -d '' -a now_files <<<"${NOW_FILES:-$file}" # any whitespace, newlines too
 sass() { # SRC_ROOT OUT FILE...: every FILE's SASS, one after the other, in OUT.sass
   local root=$1 out=$2 f
   shift 2
