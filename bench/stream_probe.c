@@ -18,7 +18,17 @@
  * control: the same traffic, no use): whether bytes fetched while the memory
  * is idle make the product after it shorter.
  *
- *   stream_probe [--sizes MB,MB,...] [--no-pdl]
+ * With --x-latency, chains of a product's stand-in (probe_x_launch) that
+ * after the PDL wait load x, 8 KB the kernel before wrote, as the quantized
+ * GEMV stages it: how long x's round trip takes with the block's weights in
+ * flight in registers (as the GEMV's early batches), by a bulk copy into
+ * shared memory, or with nothing in flight, the question behind "x's loads
+ * queue behind the weights'" (bench/notes/quant.md). Prints, a variant and
+ * size, the link's time and the mean and median over the chain's blocks of
+ * x staged and of the weights in, in us since the wait (clock64 at the
+ * device's clock rate).
+ *
+ *   stream_probe [--sizes MB,MB,...] [--no-pdl] [--x-latency]
  *                [--side US,US,... [--prefetch-blocks N] [--prefetch-chunk BYTES]
  *                 [--prefetch-priority]]
  *
@@ -44,6 +54,8 @@
 #define CHAIN 32
 #define REPLAYS 10
 #define BUFFER_BYTES ((size_t)1 << 30)
+#define X_BYTES 8192
+#define LAT_BLOCKS 2048 /* blocks a --x-latency kernel at most (64 MB) */
 
 static int check(cudaError_t e, const char *what)
 {
@@ -74,6 +86,9 @@ struct chain {
     uint32_t pf_chunk;
     int node_priority;  /* instantiate with the nodes' priorities (the side
                          * stream's, copied at capture) */
+    int x_mode;         /* >= 0: the --x-latency chain, PROBE_X_* */
+    char *x;            /* its two x buffers, 8 KB each */
+    long long *lat;     /* its clock spans: [CHAIN][blocks][2] */
 };
 
 /* Launches CHAIN links on c->s (being captured); 0 or -1. */
@@ -97,7 +112,12 @@ static int build_chain(const struct chain *c)
         }
         if (c->spin_us > 0.0)
             rc |= probe_spin_launch(c->spin_us, c->out, c->s);
-        if (c->reads)
+        if (c->x_mode >= 0) /* x ping-pongs between the two buffers */
+            rc |= probe_x_launch(c->x_mode, region, c->bytes, c->x + (i % 2) * X_BYTES,
+                                 c->x + (1 - i % 2) * X_BYTES,
+                                 c->lat + (size_t)i * 2 * (c->bytes / probe_slab_bytes()),
+                                 c->out, c->s);
+        else if (c->reads)
             rc |= probe_launch(c->v, region, c->bytes, c->out, c->s, c->pdl);
     }
     if (c->side_prefetch == 1) { /* a capture must end with its forks joined */
@@ -198,11 +218,67 @@ static int side_rows(struct chain c, const char *spins, double copy)
     return 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Mean and median of n values (sorted in place). */
+static void mean_median(double *v, size_t n, double *mean, double *median)
+{
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++)
+        sum += v[i];
+    qsort(v, n, sizeof *v, cmp_double);
+    *mean = sum / n;
+    *median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* The --x-latency rows for one size: each PROBE_X_* mode's link time, and
+ * over the blocks of kernels 1..CHAIN-1 of the last replay (kernel 0's
+ * predecessor is in another graph launch, no PDL edge) x staged and the
+ * weights in, us since the wait. */
+static int x_rows(struct chain c, double copy, double ghz)
+{
+    static const char *names[] = {"nothing", "registers", "bulk"};
+    const size_t blocks = c.bytes / probe_slab_bytes(), n = (CHAIN - 1) * blocks;
+    long long *host = malloc(CHAIN * blocks * 2 * sizeof *host);
+    double *xs = malloc(n * sizeof *xs), *ws = malloc(n * sizeof *ws);
+    int rc = host && xs && ws ? 0 : -1;
+    for (int mode = PROBE_X_NONE; rc == 0 && mode <= PROBE_X_BULK; mode++) {
+        double sec = 0.0, xm, xmed, wm, wmed;
+        c.x_mode = mode;
+        rc = time_chain(&c, &sec) ||
+             check(cudaMemcpy(host, c.lat, CHAIN * blocks * 2 * sizeof *host,
+                              cudaMemcpyDeviceToHost),
+                   "clock spans");
+        if (rc != 0)
+            break;
+        for (size_t i = 0; i < n; i++) {
+            xs[i] = host[2 * (blocks + i)] / (ghz * 1e3);
+            ws[i] = host[2 * (blocks + i) + 1] / (ghz * 1e3);
+        }
+        mean_median(xs, n, &xm, &xmed);
+        mean_median(ws, n, &wm, &wmed);
+        printf("x after the wait, weights in flight: %-9s %7.2f MB  link %6.2f us (floor %5.2f)"
+               "  x staged: mean %5.2f median %5.2f us  weights in: mean %5.2f median %5.2f us\n",
+               names[mode], c.bytes / 1e6, sec * 1e6, c.bytes / (copy * 1e9) * 1e6, xm, xmed, wm,
+               wmed);
+    }
+    if (rc != 0 && !(host && xs && ws))
+        fprintf(stderr, "stream_probe: out of host memory\n");
+    free(host);
+    free(xs);
+    free(ws);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     char sizes_arg[256] = "8.4,12.6,25.2,50.3";
     char spins[256] = "";
-    int pdl = 1;
+    int pdl = 1, x_latency = 0;
     unsigned pf_blocks = 132;
     int high_priority = 0;
     uint32_t pf_chunk = 4096;
@@ -219,8 +295,11 @@ int main(int argc, char **argv)
             high_priority = 1;
         else if (strcmp(argv[i], "--no-pdl") == 0)
             pdl = 0;
+        else if (strcmp(argv[i], "--x-latency") == 0)
+            x_latency = 1;
         else {
-            fprintf(stderr, "usage: stream_probe [--sizes MB,MB,...] [--no-pdl] [--side US,US,... "
+            fprintf(stderr, "usage: stream_probe [--sizes MB,MB,...] [--no-pdl] [--x-latency] "
+                            "[--side US,US,... "
                             "[--prefetch-blocks N] [--prefetch-chunk BYTES] [--prefetch-priority]]\n");
             return 2;
         }
@@ -237,6 +316,9 @@ int main(int argc, char **argv)
         return opened;
     void *buf = NULL;
     uint32_t *out = NULL;
+    char *x = NULL;
+    long long *lat = NULL;
+    int clock_khz = 0;
     cudaStream_t s = NULL, side = NULL;
     cudaEvent_t fork = NULL, join = NULL;
     int least = 0, greatest = 0, rc = 2;
@@ -249,7 +331,12 @@ int main(int argc, char **argv)
               "side stream") ||
         check(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming), "fork event") ||
         check(cudaEventCreateWithFlags(&join, cudaEventDisableTiming), "join event") ||
-        check(cudaMemset(buf, 0x5A, BUFFER_BYTES), "buffer's fill"))
+        check(cudaMemset(buf, 0x5A, BUFFER_BYTES), "buffer's fill") ||
+        check(cudaMalloc((void **)&x, 2 * X_BYTES), "x") ||
+        check(cudaMemset(x, 0, 2 * X_BYTES), "x's fill") ||
+        check(cudaMalloc((void **)&lat, (size_t)CHAIN * LAT_BLOCKS * 2 * sizeof *lat),
+              "clock spans") ||
+        check(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0), "clock rate"))
         goto done;
     printf("device %s, copy %.1f GB/s (read + written), chains of %d, pdl %d\n", name, copy,
            CHAIN, pdl);
@@ -258,7 +345,8 @@ int main(int argc, char **argv)
     char *save = NULL;
     for (char *tok = strtok_r(sizes_arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         size_t bytes = (size_t)(atof(tok) * 1e6) / slab * slab;
-        if (bytes == 0 || bytes > BUFFER_BYTES || bytes / slab > (1u << 24) / 32) {
+        if (bytes == 0 || bytes > BUFFER_BYTES || bytes / slab > (1u << 24) / 32 ||
+            (x_latency && bytes / slab > LAT_BLOCKS)) {
             fprintf(stderr, "stream_probe: size %s MB: not between one slab (%zu bytes) and "
                             "the buffer (%zu bytes)\n", tok, slab, BUFFER_BYTES);
             goto done;
@@ -266,7 +354,13 @@ int main(int argc, char **argv)
         struct chain c = {.buf = buf, .bytes = bytes, .out = out, .s = s, .side = side,
                           .fork = fork, .join = join, .pdl = pdl, .reads = 1,
                           .pf_blocks = pf_blocks, .pf_chunk = pf_chunk,
-                          .node_priority = high_priority};
+                          .node_priority = high_priority, .x_mode = -1, .x = x,
+                          .lat = lat};
+        if (x_latency) {
+            if (x_rows(c, copy, clock_khz / 1e6) != 0)
+                goto done;
+            continue;
+        }
         if (spins[0]) {
             if (side_rows(c, spins, copy) != 0)
                 goto done;
@@ -294,5 +388,7 @@ done: /* one cleanup path */
         cudaStreamDestroy(s);
     cudaFree(buf);
     cudaFree(out);
+    cudaFree(x);
+    cudaFree(lat);
     return rc;
 }

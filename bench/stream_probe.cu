@@ -170,8 +170,93 @@ __global__ void __launch_bounds__(PROBE_THREADS)
     probe_finish(acc, out);
 }
 
+// x's round trip after the PDL wait, with the block's weights in flight or
+// not (--x-latency). Each kernel of the chain is a product's stand-in: before
+// the wait its block asks for its 32 KB slab (X_NONE: nothing; X_REGISTERS:
+// 8 16-byte loads a thread into registers, as the quantized GEMV's early
+// batches; X_BULK: one cp.async.bulk into shared memory); after it, every
+// thread loads its two 16-byte pieces of x (8 KB: a 4,096-wide f16 row, which
+// the kernel before wrote, 32 bytes a block, as a GEMV's 16 outputs) with the
+// GEMV's plain loads, stores them to shared memory, and the block meets at a
+// barrier, as qmma_stage_x's staging does. Thread 0 stamps clock64 after the
+// wait (t0), after that barrier (t1: x staged) and once the slab's bytes are
+// in (t2), to lat[2 b] = t1 - t0 and lat[2 b + 1] = t2 - t0. All three
+// variants take 3 blocks an SM (ballast), as the GEMV's 80-register blocks
+// do. Launch: grid = bytes / 32 KB, 256 threads.
+enum { X_NONE = PROBE_X_NONE, X_REGISTERS = PROBE_X_REGISTERS, X_BULK = PROBE_X_BULK };
+#define X_VECS 512 // 16-byte pieces of x
+
+template <int MODE>
+__global__ void __launch_bounds__(PROBE_THREADS, 3)
+    probe_x_kernel(const uint4 *__restrict__ src, const uint4 *x_in, uint4 *x_out,
+                   long long *lat, uint32_t *out)
+{
+    extern __shared__ __align__(128) uint4 slab_smem[]; // X_BULK's slab, else ballast
+    __shared__ uint4 xs[X_VECS];
+    __shared__ __align__(8) uint64_t bar;
+    const uint4 *slab = src + (size_t)blockIdx.x * (PROBE_SLAB / 16);
+    uint4 v[PROBE_VECS];
+    if constexpr (MODE == X_REGISTERS) {
+#pragma unroll
+        for (int i = 0; i < PROBE_VECS; i++)
+            asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                         : "=r"(v[i].x), "=r"(v[i].y), "=r"(v[i].z), "=r"(v[i].w)
+                         : "l"(slab + threadIdx.x + i * PROBE_THREADS));
+    }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if constexpr (MODE == X_BULK) {
+        if (threadIdx.x == 0) {
+            orin_cu_mbar_init(&bar);
+            orin_cu_bulk_expect(&bar, (uint32_t)PROBE_SLAB);
+            orin_cu_bulk_copy(slab_smem, slab, (uint32_t)PROBE_SLAB, &bar);
+        }
+        __syncthreads();
+    }
+#endif
+    orin_cu_allow_next();
+    orin_cu_wait_prior();
+    const long long t0 = clock64();
+    const uint4 a = x_in[threadIdx.x], b = x_in[threadIdx.x + PROBE_THREADS];
+    xs[threadIdx.x] = a;
+    xs[threadIdx.x + PROBE_THREADS] = b;
+    __syncthreads();
+    const long long t1 = clock64();
+    uint32_t acc = 0;
+    if constexpr (MODE == X_REGISTERS) {
+#pragma unroll
+        for (int i = 0; i < PROBE_VECS; i++)
+            acc ^= v[i].x ^ v[i].y ^ v[i].z ^ v[i].w;
+    }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if constexpr (MODE == X_BULK) {
+        orin_cu_mbar_wait(&bar, 0);
+#pragma unroll
+        for (int i = 0; i < PROBE_VECS; i++) {
+            const uint4 w = slab_smem[threadIdx.x + i * PROBE_THREADS];
+            acc ^= w.x ^ w.y ^ w.z ^ w.w;
+        }
+    }
+#endif
+    acc = __reduce_xor_sync(0xFFFFFFFFu, acc); // every lane's bytes in before t2
+    const long long t2 = clock64();
+    // the next kernel's x: 32 bytes a block (the first X_VECS / 2 blocks)
+    if (threadIdx.x < 2 && blockIdx.x < X_VECS / 2) {
+        uint4 o = xs[(blockIdx.x * 2 + threadIdx.x) % X_VECS];
+        o.x ^= acc;
+        x_out[blockIdx.x * 2 + threadIdx.x] = o;
+    }
+    if (threadIdx.x == 0) {
+        lat[2 * blockIdx.x] = t1 - t0;
+        lat[2 * blockIdx.x + 1] = t2 - t0;
+    }
+    probe_finish(acc, out);
+}
+
 #define SPIN_BLOCKS 128
 #define SPIN_BALLAST (114 << 10)
+// probe_x_kernel's dynamic shared memory: the slab (X_BULK) or as much
+// ballast, which with x's 8 KB keeps 3 blocks an SM and no fourth
+#define PROBE_X_SMEM (64 << 10)
 
 // The kernels' shared memory above the default 48 KB, allowed at the first launch.
 static void probe_allow_smem(void)
@@ -185,6 +270,12 @@ static void probe_allow_smem(void)
                          PROBE_BALLAST);
     cudaFuncSetAttribute(probe_spin_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                          SPIN_BALLAST);
+    cudaFuncSetAttribute(probe_x_kernel<X_NONE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                         PROBE_X_SMEM);
+    cudaFuncSetAttribute(probe_x_kernel<X_REGISTERS>,
+                         cudaFuncAttributeMaxDynamicSharedMemorySize, PROBE_X_SMEM);
+    cudaFuncSetAttribute(probe_x_kernel<X_BULK>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                         PROBE_X_SMEM);
     done = true;
 }
 
@@ -248,4 +339,21 @@ extern "C" int probe_launch(probe_variant variant, const void *src, size_t bytes
     const size_t smem = variant == PROBE_FULL ? PROBE_BALLAST : 0;
     const cudaLaunchConfig_t cfg = probe_config(grid, smem, stream, pdl, &attr);
     return cudaLaunchKernelEx(&cfg, probe_registers_kernel, s, out) == cudaSuccess ? 0 : -1;
+}
+
+extern "C" int probe_x_launch(int mode, const void *src, size_t bytes, const void *x_in,
+                              void *x_out, long long *lat, uint32_t *out, cudaStream_t stream)
+{
+    const unsigned grid = (unsigned)(bytes / PROBE_SLAB);
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg = probe_config(grid, PROBE_X_SMEM, stream, 1, &attr);
+    const uint4 *s = (const uint4 *)src, *xi = (const uint4 *)x_in;
+    uint4 *xo = (uint4 *)x_out;
+    cudaError_t e = mode == X_BULK        ? cudaLaunchKernelEx(&cfg, probe_x_kernel<X_BULK>, s, xi,
+                                                               xo, lat, out)
+                    : mode == X_REGISTERS ? cudaLaunchKernelEx(&cfg, probe_x_kernel<X_REGISTERS>,
+                                                               s, xi, xo, lat, out)
+                                          : cudaLaunchKernelEx(&cfg, probe_x_kernel<X_NONE>, s,
+                                                               xi, xo, lat, out);
+    return e == cudaSuccess ? 0 : -1;
 }

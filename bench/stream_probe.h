@@ -37,6 +37,18 @@ int probe_spin_launch(double us, uint32_t *out, cudaStream_t stream);
 int probe_prefetch_launch(const void *src, size_t bytes, unsigned blocks, uint32_t chunk,
                           uint32_t *out, cudaStream_t stream);
 
+/* probe_x_launch's modes: what a block has in flight when it loads x. */
+enum { PROBE_X_NONE, PROBE_X_REGISTERS, PROBE_X_BULK };
+
+/* One kernel of the --x-latency chain (stream_probe.cu's probe_x_kernel):
+ * each 32 KB block of src [bytes] asks for its slab before the PDL wait as
+ * mode says, then loads x_in (8 KB, the kernel before's output) and writes
+ * its 32 bytes of x_out; lat gets two clock64 spans a block (x staged, slab
+ * in, each since the wait). With PDL. Returns 0, or -1 where the launch
+ * failed. */
+int probe_x_launch(int mode, const void *src, size_t bytes, const void *x_in, void *x_out,
+                   long long *lat, uint32_t *out, cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif
