@@ -26,9 +26,12 @@
  * queue behind the weights'" (bench/notes/quant.md). Prints, a variant and
  * size, the link's time and the mean and median over the chain's blocks of
  * x staged and of the weights in, in us since the wait (clock64 at the
- * device's clock rate).
+ * device's clock rate). --x-prefetch BYTES adds a row, "reg+next": the
+ * registers' kernel that, once x is staged, asks L2 for the first BYTES (up
+ * to 32 KB) of the next kernel's slab of each block, so that the memory
+ * streams the next product's first bytes during this one's tail.
  *
- *   stream_probe [--sizes MB,MB,...] [--no-pdl] [--x-latency]
+ *   stream_probe [--sizes MB,MB,...] [--no-pdl] [--x-latency [--x-prefetch BYTES]]
  *                [--side US,US,... [--prefetch-blocks N] [--prefetch-chunk BYTES]
  *                 [--prefetch-priority]]
  *
@@ -89,6 +92,7 @@ struct chain {
     int x_mode;         /* >= 0: the --x-latency chain, PROBE_X_* */
     char *x;            /* its two x buffers, 8 KB each */
     long long *lat;     /* its clock spans: [CHAIN][blocks][2] */
+    uint32_t x_next_bytes; /* PROBE_X_NEXT: bytes of each next slab asked of L2 */
 };
 
 /* Launches CHAIN links on c->s (being captured); 0 or -1. */
@@ -116,7 +120,8 @@ static int build_chain(const struct chain *c)
             rc |= probe_x_launch(c->x_mode, region, c->bytes, c->x + (i % 2) * X_BYTES,
                                  c->x + (1 - i % 2) * X_BYTES,
                                  c->lat + (size_t)i * 2 * (c->bytes / probe_slab_bytes()),
-                                 c->out, c->s);
+                                 c->out, c->buf + (size_t)((i + 1) % regions) * c->bytes,
+                                 c->x_next_bytes, c->s);
         else if (c->reads)
             rc |= probe_launch(c->v, region, c->bytes, c->out, c->s, c->pdl);
     }
@@ -241,12 +246,13 @@ static void mean_median(double *v, size_t n, double *mean, double *median)
  * weights in, us since the wait. */
 static int x_rows(struct chain c, double copy, double ghz)
 {
-    static const char *names[] = {"nothing", "registers", "bulk"};
+    static const char *names[] = {"nothing", "registers", "bulk", "reg+next"};
     const size_t blocks = c.bytes / probe_slab_bytes(), n = (CHAIN - 1) * blocks;
     long long *host = malloc(CHAIN * blocks * 2 * sizeof *host);
     double *xs = malloc(n * sizeof *xs), *ws = malloc(n * sizeof *ws);
     int rc = host && xs && ws ? 0 : -1;
-    for (int mode = PROBE_X_NONE; rc == 0 && mode <= PROBE_X_BULK; mode++) {
+    const int last = c.x_next_bytes ? PROBE_X_NEXT : PROBE_X_BULK;
+    for (int mode = PROBE_X_NONE; rc == 0 && mode <= last; mode++) {
         double sec = 0.0, xm, xmed, wm, wmed;
         c.x_mode = mode;
         rc = time_chain(&c, &sec) ||
@@ -279,6 +285,7 @@ int main(int argc, char **argv)
     char sizes_arg[256] = "8.4,12.6,25.2,50.3";
     char spins[256] = "";
     int pdl = 1, x_latency = 0;
+    uint32_t x_next_bytes = 0;
     unsigned pf_blocks = 132;
     int high_priority = 0;
     uint32_t pf_chunk = 4096;
@@ -297,8 +304,11 @@ int main(int argc, char **argv)
             pdl = 0;
         else if (strcmp(argv[i], "--x-latency") == 0)
             x_latency = 1;
+        else if (strcmp(argv[i], "--x-prefetch") == 0 && i + 1 < argc)
+            x_next_bytes = (uint32_t)atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: stream_probe [--sizes MB,MB,...] [--no-pdl] [--x-latency] "
+            fprintf(stderr, "usage: stream_probe [--sizes MB,MB,...] [--no-pdl] [--x-latency "
+                            "[--x-prefetch BYTES]] "
                             "[--side US,US,... "
                             "[--prefetch-blocks N] [--prefetch-chunk BYTES] [--prefetch-priority]]\n");
             return 2;
@@ -355,7 +365,7 @@ int main(int argc, char **argv)
                           .fork = fork, .join = join, .pdl = pdl, .reads = 1,
                           .pf_blocks = pf_blocks, .pf_chunk = pf_chunk,
                           .node_priority = high_priority, .x_mode = -1, .x = x,
-                          .lat = lat};
+                          .lat = lat, .x_next_bytes = x_next_bytes};
         if (x_latency) {
             if (x_rows(c, copy, clock_khz / 1e6) != 0)
                 goto done;

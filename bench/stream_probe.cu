@@ -182,21 +182,30 @@ __global__ void __launch_bounds__(PROBE_THREADS)
 // wait (t0), after that barrier (t1: x staged) and once the slab's bytes are
 // in (t2), to lat[2 b] = t1 - t0 and lat[2 b + 1] = t2 - t0. All three
 // variants take 3 blocks an SM (ballast), as the GEMV's 80-register blocks
-// do. Launch: grid = bytes / 32 KB, 256 threads.
-enum { X_NONE = PROBE_X_NONE, X_REGISTERS = PROBE_X_REGISTERS, X_BULK = PROBE_X_BULK };
+// do. X_NEXT is X_REGISTERS whose block, once x is staged, asks L2 for the
+// first next_bytes of the next kernel's slab of its index (one
+// cp.async.bulk.prefetch.L2 a warp), so that the memory streams the next
+// product's first bytes during this one's tail (--x-prefetch). Launch: grid =
+// bytes / 32 KB, 256 threads.
+enum {
+    X_NONE = PROBE_X_NONE,
+    X_REGISTERS = PROBE_X_REGISTERS,
+    X_BULK = PROBE_X_BULK,
+    X_NEXT = PROBE_X_NEXT
+};
 #define X_VECS 512 // 16-byte pieces of x
 
 template <int MODE>
 __global__ void __launch_bounds__(PROBE_THREADS, 3)
     probe_x_kernel(const uint4 *__restrict__ src, const uint4 *x_in, uint4 *x_out,
-                   long long *lat, uint32_t *out)
+                   long long *lat, uint32_t *out, const char *next, uint32_t next_bytes)
 {
     extern __shared__ __align__(128) uint4 slab_smem[]; // X_BULK's slab, else ballast
     __shared__ uint4 xs[X_VECS];
     __shared__ __align__(8) uint64_t bar;
     const uint4 *slab = src + (size_t)blockIdx.x * (PROBE_SLAB / 16);
     uint4 v[PROBE_VECS];
-    if constexpr (MODE == X_REGISTERS) {
+    if constexpr (MODE == X_REGISTERS || MODE == X_NEXT) {
 #pragma unroll
         for (int i = 0; i < PROBE_VECS; i++)
             asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
@@ -221,8 +230,15 @@ __global__ void __launch_bounds__(PROBE_THREADS, 3)
     xs[threadIdx.x + PROBE_THREADS] = b;
     __syncthreads();
     const long long t1 = clock64();
+    if constexpr (MODE == X_NEXT) { // a warp's share of the next slab's first bytes
+        const uint32_t share = next_bytes / (PROBE_THREADS / 32) & ~15u;
+        if ((threadIdx.x & 31) == 0 && share)
+            orin_cu_prefetch_l2_bulk(next + (size_t)blockIdx.x * PROBE_SLAB +
+                                         (threadIdx.x >> 5) * share,
+                                     share);
+    }
     uint32_t acc = 0;
-    if constexpr (MODE == X_REGISTERS) {
+    if constexpr (MODE == X_REGISTERS || MODE == X_NEXT) {
 #pragma unroll
         for (int i = 0; i < PROBE_VECS; i++)
             acc ^= v[i].x ^ v[i].y ^ v[i].z ^ v[i].w;
@@ -275,6 +291,8 @@ static void probe_allow_smem(void)
     cudaFuncSetAttribute(probe_x_kernel<X_REGISTERS>,
                          cudaFuncAttributeMaxDynamicSharedMemorySize, PROBE_X_SMEM);
     cudaFuncSetAttribute(probe_x_kernel<X_BULK>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                         PROBE_X_SMEM);
+    cudaFuncSetAttribute(probe_x_kernel<X_NEXT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                          PROBE_X_SMEM);
     done = true;
 }
@@ -342,18 +360,22 @@ extern "C" int probe_launch(probe_variant variant, const void *src, size_t bytes
 }
 
 extern "C" int probe_x_launch(int mode, const void *src, size_t bytes, const void *x_in,
-                              void *x_out, long long *lat, uint32_t *out, cudaStream_t stream)
+                              void *x_out, long long *lat, uint32_t *out, const void *next,
+                              uint32_t next_bytes, cudaStream_t stream)
 {
     const unsigned grid = (unsigned)(bytes / PROBE_SLAB);
     cudaLaunchAttribute attr;
     const cudaLaunchConfig_t cfg = probe_config(grid, PROBE_X_SMEM, stream, 1, &attr);
     const uint4 *s = (const uint4 *)src, *xi = (const uint4 *)x_in;
     uint4 *xo = (uint4 *)x_out;
-    cudaError_t e = mode == X_BULK        ? cudaLaunchKernelEx(&cfg, probe_x_kernel<X_BULK>, s, xi,
-                                                               xo, lat, out)
-                    : mode == X_REGISTERS ? cudaLaunchKernelEx(&cfg, probe_x_kernel<X_REGISTERS>,
-                                                               s, xi, xo, lat, out)
-                                          : cudaLaunchKernelEx(&cfg, probe_x_kernel<X_NONE>, s,
-                                                               xi, xo, lat, out);
+    const char *nx = (const char *)next;
+    const uint32_t nb = next_bytes > PROBE_SLAB ? PROBE_SLAB : next_bytes;
+    cudaError_t e =
+        mode == X_BULK ? cudaLaunchKernelEx(&cfg, probe_x_kernel<X_BULK>, s, xi, xo, lat, out, nx, nb)
+        : mode == X_NEXT
+            ? cudaLaunchKernelEx(&cfg, probe_x_kernel<X_NEXT>, s, xi, xo, lat, out, nx, nb)
+        : mode == X_REGISTERS
+            ? cudaLaunchKernelEx(&cfg, probe_x_kernel<X_REGISTERS>, s, xi, xo, lat, out, nx, nb)
+            : cudaLaunchKernelEx(&cfg, probe_x_kernel<X_NONE>, s, xi, xo, lat, out, nx, nb);
     return e == cudaSuccess ? 0 : -1;
 }

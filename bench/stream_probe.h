@@ -38,16 +38,19 @@ int probe_prefetch_launch(const void *src, size_t bytes, unsigned blocks, uint32
                           uint32_t *out, cudaStream_t stream);
 
 /* probe_x_launch's modes: what a block has in flight when it loads x. */
-enum { PROBE_X_NONE, PROBE_X_REGISTERS, PROBE_X_BULK };
+enum { PROBE_X_NONE, PROBE_X_REGISTERS, PROBE_X_BULK, PROBE_X_NEXT };
 
 /* One kernel of the --x-latency chain (stream_probe.cu's probe_x_kernel):
  * each 32 KB block of src [bytes] asks for its slab before the PDL wait as
  * mode says, then loads x_in (8 KB, the kernel before's output) and writes
  * its 32 bytes of x_out; lat gets two clock64 spans a block (x staged, slab
- * in, each since the wait). With PDL. Returns 0, or -1 where the launch
- * failed. */
+ * in, each since the wait). PROBE_X_NEXT: PROBE_X_REGISTERS that, once x is
+ * staged, asks L2 for the first next_bytes (at most 32 KB) of each block's
+ * slab of next, the next kernel's region. With PDL. Returns 0, or -1 where
+ * the launch failed. */
 int probe_x_launch(int mode, const void *src, size_t bytes, const void *x_in, void *x_out,
-                   long long *lat, uint32_t *out, cudaStream_t stream);
+                   long long *lat, uint32_t *out, const void *next, uint32_t next_bytes,
+                   cudaStream_t stream);
 
 #ifdef __cplusplus
 }
