@@ -29,9 +29,13 @@
  * device's clock rate). --x-prefetch BYTES adds a row, "reg+next": the
  * registers' kernel that, once x is staged, asks L2 for the first BYTES (up
  * to 32 KB) of the next kernel's slab of each block, so that the memory
- * streams the next product's first bytes during this one's tail.
+ * streams the next product's first bytes during this one's tail. --x-flags
+ * adds "none+flag" and "reg+flag": nothing and registers with each kernel
+ * waiting not for the one before to end (griddepcontrol.wait) but for its
+ * blocks to have counted themselves in on a counter (fence, atomic add) once
+ * their x is written.
  *
- *   stream_probe [--sizes MB,MB,...] [--no-pdl] [--x-latency [--x-prefetch BYTES]]
+ *   stream_probe [--sizes MB,MB,...] [--no-pdl] [--x-latency [--x-prefetch BYTES] [--x-flags]]
  *                [--side US,US,... [--prefetch-blocks N] [--prefetch-chunk BYTES]
  *                 [--prefetch-priority]]
  *
@@ -93,6 +97,7 @@ struct chain {
     char *x;            /* its two x buffers, 8 KB each */
     long long *lat;     /* its clock spans: [CHAIN][blocks][2] */
     uint32_t x_next_bytes; /* PROBE_X_NEXT: bytes of each next slab asked of L2 */
+    unsigned *flags;    /* --x-flags: a counter a kernel (reset at the chain's start) */
 };
 
 /* Launches CHAIN links on c->s (being captured); 0 or -1. */
@@ -116,13 +121,20 @@ static int build_chain(const struct chain *c)
         }
         if (c->spin_us > 0.0)
             rc |= probe_spin_launch(c->spin_us, c->out, c->s);
-        if (c->x_mode >= 0) /* x ping-pongs between the two buffers */
-            rc |= probe_x_launch(c->x_mode, region, c->bytes, c->x + (i % 2) * X_BYTES,
-                                 c->x + (1 - i % 2) * X_BYTES,
-                                 c->lat + (size_t)i * 2 * (c->bytes / probe_slab_bytes()),
-                                 c->out, c->buf + (size_t)((i + 1) % regions) * c->bytes,
-                                 c->x_next_bytes, c->s);
-        else if (c->reads)
+        if (c->x_mode >= 0) { /* x ping-pongs between the two buffers */
+            const size_t blocks = c->bytes / probe_slab_bytes();
+            if (i == 0 && c->flags)
+                rc |= check(cudaMemsetAsync(c->flags, 0, CHAIN * sizeof *c->flags, c->s),
+                            "flags' reset");
+            const probe_x_args a = {
+                .src = region, .x_in = c->x + (i % 2) * X_BYTES,
+                .x_out = c->x + (1 - i % 2) * X_BYTES, .lat = c->lat + (size_t)i * 2 * blocks,
+                .out = c->out, .next = c->buf + (size_t)((i + 1) % regions) * c->bytes,
+                .next_bytes = c->x_next_bytes,
+                .flag_wait = c->flags && i > 0 ? c->flags + i - 1 : NULL,
+                .flag_post = c->flags ? c->flags + i : NULL, .blocks_before = (unsigned)blocks};
+            rc |= probe_x_launch(c->x_mode, c->bytes, a, c->s);
+        } else if (c->reads)
             rc |= probe_launch(c->v, region, c->bytes, c->out, c->s, c->pdl);
     }
     if (c->side_prefetch == 1) { /* a capture must end with its forks joined */
@@ -240,21 +252,31 @@ static void mean_median(double *v, size_t n, double *mean, double *median)
     *median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* The --x-latency rows for one size: each PROBE_X_* mode's link time, and
+/* The --x-latency rows for one size: each PROBE_X_* mode's link time (with
+ * --x-flags, nothing and registers once more with the flag handoff), and
  * over the blocks of kernels 1..CHAIN-1 of the last replay (kernel 0's
  * predecessor is in another graph launch, no PDL edge) x staged and the
  * weights in, us since the wait. */
-static int x_rows(struct chain c, double copy, double ghz)
+static int x_rows(struct chain c, unsigned *flags, double copy, double ghz)
 {
-    static const char *names[] = {"nothing", "registers", "bulk", "reg+next"};
+    static const struct {
+        const char *name;
+        int mode, flags;
+    } rows[] = {
+        {"nothing", PROBE_X_NONE, 0},     {"registers", PROBE_X_REGISTERS, 0},
+        {"bulk", PROBE_X_BULK, 0},        {"reg+next", PROBE_X_NEXT, 0},
+        {"none+flag", PROBE_X_NONE, 1},   {"reg+flag", PROBE_X_REGISTERS, 1},
+    };
     const size_t blocks = c.bytes / probe_slab_bytes(), n = (CHAIN - 1) * blocks;
     long long *host = malloc(CHAIN * blocks * 2 * sizeof *host);
     double *xs = malloc(n * sizeof *xs), *ws = malloc(n * sizeof *ws);
     int rc = host && xs && ws ? 0 : -1;
-    const int last = c.x_next_bytes ? PROBE_X_NEXT : PROBE_X_BULK;
-    for (int mode = PROBE_X_NONE; rc == 0 && mode <= last; mode++) {
+    for (size_t r = 0; rc == 0 && r < sizeof rows / sizeof rows[0]; r++) {
+        if ((rows[r].mode == PROBE_X_NEXT && !c.x_next_bytes) || (rows[r].flags && !flags))
+            continue;
         double sec = 0.0, xm, xmed, wm, wmed;
-        c.x_mode = mode;
+        c.x_mode = rows[r].mode;
+        c.flags = rows[r].flags ? flags : NULL;
         rc = time_chain(&c, &sec) ||
              check(cudaMemcpy(host, c.lat, CHAIN * blocks * 2 * sizeof *host,
                               cudaMemcpyDeviceToHost),
@@ -269,8 +291,8 @@ static int x_rows(struct chain c, double copy, double ghz)
         mean_median(ws, n, &wm, &wmed);
         printf("x after the wait, weights in flight: %-9s %7.2f MB  link %6.2f us (floor %5.2f)"
                "  x staged: mean %5.2f median %5.2f us  weights in: mean %5.2f median %5.2f us\n",
-               names[mode], c.bytes / 1e6, sec * 1e6, c.bytes / (copy * 1e9) * 1e6, xm, xmed, wm,
-               wmed);
+               rows[r].name, c.bytes / 1e6, sec * 1e6, c.bytes / (copy * 1e9) * 1e6, xm, xmed,
+               wm, wmed);
     }
     if (rc != 0 && !(host && xs && ws))
         fprintf(stderr, "stream_probe: out of host memory\n");
@@ -284,7 +306,7 @@ int main(int argc, char **argv)
 {
     char sizes_arg[256] = "8.4,12.6,25.2,50.3";
     char spins[256] = "";
-    int pdl = 1, x_latency = 0;
+    int pdl = 1, x_latency = 0, x_flags = 0;
     uint32_t x_next_bytes = 0;
     unsigned pf_blocks = 132;
     int high_priority = 0;
@@ -306,9 +328,11 @@ int main(int argc, char **argv)
             x_latency = 1;
         else if (strcmp(argv[i], "--x-prefetch") == 0 && i + 1 < argc)
             x_next_bytes = (uint32_t)atoi(argv[++i]);
+        else if (strcmp(argv[i], "--x-flags") == 0)
+            x_flags = 1;
         else {
             fprintf(stderr, "usage: stream_probe [--sizes MB,MB,...] [--no-pdl] [--x-latency "
-                            "[--x-prefetch BYTES]] "
+                            "[--x-prefetch BYTES] [--x-flags]] "
                             "[--side US,US,... "
                             "[--prefetch-blocks N] [--prefetch-chunk BYTES] [--prefetch-priority]]\n");
             return 2;
@@ -328,6 +352,7 @@ int main(int argc, char **argv)
     uint32_t *out = NULL;
     char *x = NULL;
     long long *lat = NULL;
+    unsigned *flags = NULL;
     int clock_khz = 0;
     cudaStream_t s = NULL, side = NULL;
     cudaEvent_t fork = NULL, join = NULL;
@@ -346,6 +371,7 @@ int main(int argc, char **argv)
         check(cudaMemset(x, 0, 2 * X_BYTES), "x's fill") ||
         check(cudaMalloc((void **)&lat, (size_t)CHAIN * LAT_BLOCKS * 2 * sizeof *lat),
               "clock spans") ||
+        check(cudaMalloc((void **)&flags, CHAIN * sizeof *flags), "flags") ||
         check(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0), "clock rate"))
         goto done;
     printf("device %s, copy %.1f GB/s (read + written), chains of %d, pdl %d\n", name, copy,
@@ -367,7 +393,7 @@ int main(int argc, char **argv)
                           .node_priority = high_priority, .x_mode = -1, .x = x,
                           .lat = lat, .x_next_bytes = x_next_bytes};
         if (x_latency) {
-            if (x_rows(c, copy, clock_khz / 1e6) != 0)
+            if (x_rows(c, x_flags ? flags : NULL, copy, clock_khz / 1e6) != 0)
                 goto done;
             continue;
         }
@@ -400,5 +426,6 @@ done: /* one cleanup path */
     cudaFree(out);
     cudaFree(x);
     cudaFree(lat);
+    cudaFree(flags);
     return rc;
 }

@@ -185,8 +185,12 @@ __global__ void __launch_bounds__(PROBE_THREADS)
 // do. X_NEXT is X_REGISTERS whose block, once x is staged, asks L2 for the
 // first next_bytes of the next kernel's slab of its index (one
 // cp.async.bulk.prefetch.L2 a warp), so that the memory streams the next
-// product's first bytes during this one's tail (--x-prefetch). Launch: grid =
-// bytes / 32 KB, 256 threads.
+// product's first bytes during this one's tail (--x-prefetch). With flags
+// (--x-flags), a kernel does not wait for the one before to end
+// (griddepcontrol.wait: its grid's completion and memory flush) but for each
+// of its blocks to have counted itself in (a fence, then an atomic add, once
+// its x is written): what a handoff between two products costs without the
+// grid's end on the chain. Launch: grid = bytes / 32 KB, 256 threads.
 enum {
     X_NONE = PROBE_X_NONE,
     X_REGISTERS = PROBE_X_REGISTERS,
@@ -195,15 +199,13 @@ enum {
 };
 #define X_VECS 512 // 16-byte pieces of x
 
-template <int MODE>
-__global__ void __launch_bounds__(PROBE_THREADS, 3)
-    probe_x_kernel(const uint4 *__restrict__ src, const uint4 *x_in, uint4 *x_out,
-                   long long *lat, uint32_t *out, const char *next, uint32_t next_bytes)
+template <int MODE> __global__ void __launch_bounds__(PROBE_THREADS, 3) probe_x_kernel(probe_x_args a)
 {
     extern __shared__ __align__(128) uint4 slab_smem[]; // X_BULK's slab, else ballast
     __shared__ uint4 xs[X_VECS];
     __shared__ __align__(8) uint64_t bar;
-    const uint4 *slab = src + (size_t)blockIdx.x * (PROBE_SLAB / 16);
+    const uint4 *slab = (const uint4 *)a.src + (size_t)blockIdx.x * (PROBE_SLAB / 16);
+    const uint4 *x_in = (const uint4 *)a.x_in;
     uint4 v[PROBE_VECS];
     if constexpr (MODE == X_REGISTERS || MODE == X_NEXT) {
 #pragma unroll
@@ -223,17 +225,37 @@ __global__ void __launch_bounds__(PROBE_THREADS, 3)
     }
 #endif
     orin_cu_allow_next();
-    orin_cu_wait_prior();
+    uint4 xa, xb;
+    if (a.flag_wait) { // the kernel before's blocks all counted in, not its grid's end
+        if (threadIdx.x == 0) {
+            unsigned seen;
+            do
+                asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
+                             : "=r"(seen)
+                             : "l"(a.flag_wait)
+                             : "memory");
+            while (seen < a.blocks_before);
+        }
+        __syncthreads();
+    } else {
+        orin_cu_wait_prior();
+    }
     const long long t0 = clock64();
-    const uint4 a = x_in[threadIdx.x], b = x_in[threadIdx.x + PROBE_THREADS];
-    xs[threadIdx.x] = a;
-    xs[threadIdx.x + PROBE_THREADS] = b;
+    if (a.flag_post) { // past L1, which may hold an older x of this SM's
+        xa = __ldcg(x_in + threadIdx.x);
+        xb = __ldcg(x_in + threadIdx.x + PROBE_THREADS);
+    } else {
+        xa = x_in[threadIdx.x];
+        xb = x_in[threadIdx.x + PROBE_THREADS];
+    }
+    xs[threadIdx.x] = xa;
+    xs[threadIdx.x + PROBE_THREADS] = xb;
     __syncthreads();
     const long long t1 = clock64();
     if constexpr (MODE == X_NEXT) { // a warp's share of the next slab's first bytes
-        const uint32_t share = next_bytes / (PROBE_THREADS / 32) & ~15u;
+        const uint32_t share = a.next_bytes / (PROBE_THREADS / 32) & ~15u;
         if ((threadIdx.x & 31) == 0 && share)
-            orin_cu_prefetch_l2_bulk(next + (size_t)blockIdx.x * PROBE_SLAB +
+            orin_cu_prefetch_l2_bulk((const char *)a.next + (size_t)blockIdx.x * PROBE_SLAB +
                                          (threadIdx.x >> 5) * share,
                                      share);
     }
@@ -259,13 +281,20 @@ __global__ void __launch_bounds__(PROBE_THREADS, 3)
     if (threadIdx.x < 2 && blockIdx.x < X_VECS / 2) {
         uint4 o = xs[(blockIdx.x * 2 + threadIdx.x) % X_VECS];
         o.x ^= acc;
-        x_out[blockIdx.x * 2 + threadIdx.x] = o;
+        ((uint4 *)a.x_out)[blockIdx.x * 2 + threadIdx.x] = o;
     }
     if (threadIdx.x == 0) {
-        lat[2 * blockIdx.x] = t1 - t0;
-        lat[2 * blockIdx.x + 1] = t2 - t0;
+        a.lat[2 * blockIdx.x] = t1 - t0;
+        a.lat[2 * blockIdx.x + 1] = t2 - t0;
     }
-    probe_finish(acc, out);
+    probe_finish(acc, a.out);
+    if (a.flag_post) { // this block's x written: counted in for the next kernel
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            __threadfence();
+            atomicAdd(a.flag_post, 1u);
+        }
+    }
 }
 
 #define SPIN_BLOCKS 128
@@ -359,23 +388,16 @@ extern "C" int probe_launch(probe_variant variant, const void *src, size_t bytes
     return cudaLaunchKernelEx(&cfg, probe_registers_kernel, s, out) == cudaSuccess ? 0 : -1;
 }
 
-extern "C" int probe_x_launch(int mode, const void *src, size_t bytes, const void *x_in,
-                              void *x_out, long long *lat, uint32_t *out, const void *next,
-                              uint32_t next_bytes, cudaStream_t stream)
+extern "C" int probe_x_launch(int mode, size_t bytes, probe_x_args args, cudaStream_t stream)
 {
     const unsigned grid = (unsigned)(bytes / PROBE_SLAB);
     cudaLaunchAttribute attr;
     const cudaLaunchConfig_t cfg = probe_config(grid, PROBE_X_SMEM, stream, 1, &attr);
-    const uint4 *s = (const uint4 *)src, *xi = (const uint4 *)x_in;
-    uint4 *xo = (uint4 *)x_out;
-    const char *nx = (const char *)next;
-    const uint32_t nb = next_bytes > PROBE_SLAB ? PROBE_SLAB : next_bytes;
-    cudaError_t e =
-        mode == X_BULK ? cudaLaunchKernelEx(&cfg, probe_x_kernel<X_BULK>, s, xi, xo, lat, out, nx, nb)
-        : mode == X_NEXT
-            ? cudaLaunchKernelEx(&cfg, probe_x_kernel<X_NEXT>, s, xi, xo, lat, out, nx, nb)
-        : mode == X_REGISTERS
-            ? cudaLaunchKernelEx(&cfg, probe_x_kernel<X_REGISTERS>, s, xi, xo, lat, out, nx, nb)
-            : cudaLaunchKernelEx(&cfg, probe_x_kernel<X_NONE>, s, xi, xo, lat, out, nx, nb);
+    if (args.next_bytes > PROBE_SLAB)
+        args.next_bytes = PROBE_SLAB;
+    cudaError_t e = mode == X_BULK        ? cudaLaunchKernelEx(&cfg, probe_x_kernel<X_BULK>, args)
+                    : mode == X_NEXT      ? cudaLaunchKernelEx(&cfg, probe_x_kernel<X_NEXT>, args)
+                    : mode == X_REGISTERS ? cudaLaunchKernelEx(&cfg, probe_x_kernel<X_REGISTERS>, args)
+                                          : cudaLaunchKernelEx(&cfg, probe_x_kernel<X_NONE>, args);
     return e == cudaSuccess ? 0 : -1;
 }

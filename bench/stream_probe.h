@@ -46,11 +46,22 @@ enum { PROBE_X_NONE, PROBE_X_REGISTERS, PROBE_X_BULK, PROBE_X_NEXT };
  * its 32 bytes of x_out; lat gets two clock64 spans a block (x staged, slab
  * in, each since the wait). PROBE_X_NEXT: PROBE_X_REGISTERS that, once x is
  * staged, asks L2 for the first next_bytes (at most 32 KB) of each block's
- * slab of next, the next kernel's region. With PDL. Returns 0, or -1 where
- * the launch failed. */
-int probe_x_launch(int mode, const void *src, size_t bytes, const void *x_in, void *x_out,
-                   long long *lat, uint32_t *out, const void *next, uint32_t next_bytes,
-                   cudaStream_t stream);
+ * slab of next, the next kernel's region. With flag_post set, each block
+ * adds 1 to it once its x is written, and reads x past L1; with flag_wait
+ * set, the kernel waits for it to reach blocks_before instead of the PDL
+ * wait. Launched with PDL. Returns 0, or -1 where the launch failed. */
+typedef struct probe_x_args {
+    const void *src, *x_in;
+    void *x_out;
+    long long *lat;
+    uint32_t *out;
+    const void *next;
+    uint32_t next_bytes;
+    unsigned *flag_wait, *flag_post;
+    unsigned blocks_before;
+} probe_x_args;
+
+int probe_x_launch(int mode, size_t bytes, probe_x_args args, cudaStream_t stream);
 
 #ifdef __cplusplus
 }
