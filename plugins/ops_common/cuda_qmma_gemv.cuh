@@ -92,7 +92,8 @@
 #endif
 // Knock-outs, for bench/knockouts.sh quant only: a bit mask of the pieces of
 // work after the weights' loads that the GEMV skips, to time what each costs.
-// Any bit set makes the results wrong.
+// Any bit set makes the results wrong, but finite (small counts), so that a
+// model's decode step still runs and can be timed.
 enum { QMMA_KO_WAIT = 1, QMMA_KO_STAGE = 2, QMMA_KO_COMPUTE = 4, QMMA_KO_EPILOGUE = 8 };
 #ifndef QMMA_KNOCKOUT
 #define QMMA_KNOCKOUT 0
@@ -338,8 +339,9 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
         if constexpr (QMMA_KNOCKOUT & QMMA_KO_COMPUTE)
             for (int b = 0; b < BU && u + b < u1; b++) // keeps the loads, not the k-tiles
                 for (int nt = 0; nt < NT; nt++)
-                    st.tot[0] += (float)(raw[b * NT + nt].x ^ raw[b * NT + nt].y ^
-                                         raw[b * NT + nt].z ^ raw[b * NT + nt].w);
+                    st.tot[0] += (float)((raw[b * NT + nt].x ^ raw[b * NT + nt].y ^
+                                          raw[b * NT + nt].z ^ raw[b * NT + nt].w) &
+                                         1u); // small, so that a model step stays finite
         else
             qmma_batch<T, FMT, SPAN, B, FULL, NT>(raw, u, u1, xs, my_groups, g, t,
                                                   p.group_tiles, st, ng);
