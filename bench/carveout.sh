@@ -12,12 +12,12 @@
 #       kernel of one eager AWQ decode layer gets (ncu's launch statistics;
 #       ncu runs kernels one at a time, so these are the driver's picks alone)
 # Environment: CARVEOUTS ("- 100": "-" leaves the variable unset), FA2 ("-
-# pad=64"), FORMATS (awq int8; f16 too), ROUNDS (2), WORK (/tmp/orin-shaped: the
+# pad=64"), FORMATS (awq int8; f16 too), ROUNDS (2), SHAPED (/tmp/orin-shaped: the
 # folders of bench/make_shaped_model.py --fast qwen3-8b and --awq 128 qwen3-8b).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:?usage: carveout.sh BUILD_DIR}
-work=${WORK:-/tmp/orin-shaped}
+shaped=${SHAPED:-/tmp/orin-shaped}
 # launch_configs CARVEOUT FA2: six kernels (a layer) of an eager decode step,
 # each's dynamic shared memory a block and shared-memory configuration.
 launch_configs() {
@@ -29,7 +29,7 @@ launch_configs() {
     --launch-count 6 --metrics launch__shared_mem_per_block_dynamic,launch__shared_mem_config_size \
     "$build/orin-run" --bench --set runtime.device=cuda --set model.dtype=f16 \
     --set attention.backend=fa2 --set runtime.cuda_graph=false --set runtime.max_context=600 \
-    --set bench.prompt_tokens=512 --set bench.gen_tokens=40 --set model.path="$work/qwen3-8b-awq" \
+    --set bench.prompt_tokens=512 --set bench.gen_tokens=40 --set model.path="$shaped/qwen3-8b-awq" \
     2>&1 | grep -E "^  [a-z]|launch__" | sed -E 's/^  (void )?([A-Za-z0-9_]+(<[^>]*>)?).*/\2/'
 }
 if [ "${NCU:-0}" = 1 ]; then

@@ -7,14 +7,14 @@
 #   VARIANTS="- ORIN_PDL=0" bash bench/env_ab.sh BUILD_DIR
 # Environment: VARIANTS (space-separated; each "-" for none, or VAR=value, or
 # several joined by "+": A=1+B=2), FORMATS (awq int8; f16 too), ROUNDS (2),
-# SHAPE (qwen3-8b), WORK (/tmp/orin-shaped: the folders of
+# SHAPE (qwen3-8b), SHAPED (/tmp/orin-shaped: the folders of
 # bench/make_shaped_model.py --fast SHAPE and --awq 128 SHAPE, named SHAPE and
 # SHAPE-awq), POSITIONS (512), PLUGINS (a plugin folder instead of the build's:
 # bench/quant_ab_row.sh's rows under bench/ab_variants.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:?usage: env_ab.sh BUILD_DIR}
-work=${WORK:-/tmp/orin-shaped}
+shaped=${SHAPED:-/tmp/orin-shaped}
 pos=${POSITIONS:-512}
 shape=${SHAPE:-qwen3-8b}
 plugins=()
@@ -26,9 +26,9 @@ for f in ${FORMATS:-awq int8}; do
   esac
 done
 row() { # format variant
-  local model=(--set model.path="$work/$shape")
+  local model=(--set model.path="$shaped/$shape")
   case $1 in
-    awq) model=(--set model.path="$work/$shape-awq") ;;
+    awq) model=(--set model.path="$shaped/$shape-awq") ;;
     int8) model+=(--set model.quant=int8) ;;
   esac
   local env=()

@@ -5,7 +5,7 @@
 # them (bench/notes/quant.md, seventeenth session, has the AWQ table).
 #
 #   bash bench/ncu_branches.sh BUILD_DIR [awq|int8|f16]
-# Environment: WORK (/tmp/orin-shaped: the folders of
+# Environment: SHAPED (/tmp/orin-shaped: the folders of
 # bench/make_shaped_model.py --fast qwen3-8b and --awq 128 qwen3-8b), SKIP
 # (3000 launches: well into the decode steps), COUNT (8: a layer's kernels and
 # two more), DIST (2048: the shortest jump listed, bytes), NCU_DIR (/tmp/orin-ncu:
@@ -14,14 +14,14 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:?usage: ncu_branches.sh BUILD_DIR [awq|int8|f16]}
 format=${2:-awq}
-work=${WORK:-/tmp/orin-shaped}
+shaped=${SHAPED:-/tmp/orin-shaped}
 out=${NCU_DIR:-/tmp/orin-ncu}
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 mkdir -p "$out"
 case $format in
-  awq) model=(--set model.path="$work/qwen3-8b-awq") ;;
-  int8) model=(--set model.path="$work/qwen3-8b" --set model.quant=int8) ;;
-  f16) model=(--set model.path="$work/qwen3-8b") ;;
+  awq) model=(--set model.path="$shaped/qwen3-8b-awq") ;;
+  int8) model=(--set model.path="$shaped/qwen3-8b" --set model.quant=int8) ;;
+  f16) model=(--set model.path="$shaped/qwen3-8b") ;;
   *) echo "ncu_branches.sh: format $format: awq, int8 or f16" >&2; exit 1 ;;
 esac
 "$ncu" --launch-skip "${SKIP:-3000}" --launch-count "${COUNT:-8}" --section SourceCounters \

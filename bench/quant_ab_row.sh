@@ -8,7 +8,7 @@
 #     bash bench/quant_ab_row.sh build-gpu {PLUGINS}
 #
 # Environment: PRODUCTS (gate_up; "none": no matmul_bench line), FORMATS (awq
-# int8), SHAPE (qwen3-8b), WORK (/tmp/orin-shaped: the folders of
+# int8), SHAPE (qwen3-8b), SHAPED (/tmp/orin-shaped: the folders of
 # bench/make_shaped_model.py, SHAPE and SHAPE-awq). Prints the products (at
 # Qwen3-8B's widths, matmul_bench's) on one line, then a line a model
 # (bench/env_ab.sh's rows, which run it).
@@ -16,7 +16,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:?usage: quant_ab_row.sh BUILD_DIR PLUGINS}
 plugins=${2:?usage: quant_ab_row.sh BUILD_DIR PLUGINS}
-work=${WORK:-/tmp/orin-shaped}
+shaped=${SHAPED:-/tmp/orin-shaped}
 formats=${FORMATS:-awq int8}
 shape=${SHAPE:-qwen3-8b}
 for f in $formats; do
@@ -28,5 +28,5 @@ done
   grep -E "^(qkv|o|gate_up|down) " |
   sed -E 's/^(\S+) +(\S+).*graph +([0-9.]+) us.* ([0-9.]+) %(.*)/\1 \2 \3 us \4 %\5/' | tr '\n' ';'
 [ "${PRODUCTS:-}" = none ] || echo
-FORMATS=$formats SHAPE=$shape WORK=$work PLUGINS=$plugins VARIANTS=- ROUNDS=1 \
+FORMATS=$formats SHAPE=$shape SHAPED=$shaped PLUGINS=$plugins VARIANTS=- ROUNDS=1 \
   exec bash bench/env_ab.sh "$build"
