@@ -333,10 +333,14 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr, "usage: stream_probe [--sizes MB,MB,...] [--no-pdl] [--x-latency "
                             "[--x-prefetch BYTES] [--x-flags]] "
-                            "[--side US,US,... "
-                            "[--prefetch-blocks N] [--prefetch-chunk BYTES] [--prefetch-priority]]\n");
+                            "[--side US,US,... [--prefetch-blocks N] [--prefetch-chunk BYTES] "
+                            "[--prefetch-priority]]\n");
             return 2;
         }
+    }
+    if ((x_next_bytes || x_flags) && !x_latency) {
+        fprintf(stderr, "stream_probe: --x-prefetch and --x-flags go with --x-latency\n");
+        return 2;
     }
     if (pf_blocks == 0 || pf_blocks > 4096 || (pf_chunk > 2 && pf_chunk % 16 != 0)) {
         fprintf(stderr, "stream_probe: --prefetch-blocks must be 1-4096 and --prefetch-chunk "
@@ -381,10 +385,10 @@ int main(int argc, char **argv)
     char *save = NULL;
     for (char *tok = strtok_r(sizes_arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         size_t bytes = (size_t)(atof(tok) * 1e6) / slab * slab;
-        if (bytes == 0 || bytes > BUFFER_BYTES || bytes / slab > (1u << 24) / 32 ||
-            (x_latency && bytes / slab > LAT_BLOCKS)) {
+        const size_t most = x_latency ? LAT_BLOCKS * slab : BUFFER_BYTES;
+        if (bytes == 0 || bytes > most || bytes / slab > (1u << 24) / 32) {
             fprintf(stderr, "stream_probe: size %s MB: not between one slab (%zu bytes) and "
-                            "the buffer (%zu bytes)\n", tok, slab, BUFFER_BYTES);
+                            "%zu bytes\n", tok, slab, most);
             goto done;
         }
         struct chain c = {.buf = buf, .bytes = bytes, .out = out, .s = s, .side = side,

@@ -180,9 +180,9 @@ __global__ void __launch_bounds__(PROBE_THREADS)
 // GEMV's plain loads, stores them to shared memory, and the block meets at a
 // barrier, as qmma_stage_x's staging does. Thread 0 stamps clock64 after the
 // wait (t0), after that barrier (t1: x staged) and once the slab's bytes are
-// in (t2), to lat[2 b] = t1 - t0 and lat[2 b + 1] = t2 - t0. All three
-// variants take 3 blocks an SM (ballast), as the GEMV's 80-register blocks
-// do. X_NEXT is X_REGISTERS whose block, once x is staged, asks L2 for the
+// in (t2), to lat[2 b] = t1 - t0 and lat[2 b + 1] = t2 - t0. Every mode
+// takes 3 blocks an SM (ballast), as the GEMV's 80-register blocks do.
+// X_NEXT is X_REGISTERS whose block, once x is staged, asks L2 for the
 // first next_bytes of the next kernel's slab of its index (one
 // cp.async.bulk.prefetch.L2 a warp), so that the memory streams the next
 // product's first bytes during this one's tail (--x-prefetch). With flags
@@ -199,7 +199,8 @@ enum {
 };
 #define X_VECS 512 // 16-byte pieces of x
 
-template <int MODE> __global__ void __launch_bounds__(PROBE_THREADS, 3) probe_x_kernel(probe_x_args a)
+template <int MODE>
+__global__ void __launch_bounds__(PROBE_THREADS, 3) probe_x_kernel(probe_x_args a)
 {
     extern __shared__ __align__(128) uint4 slab_smem[]; // X_BULK's slab, else ballast
     __shared__ uint4 xs[X_VECS];
@@ -395,9 +396,10 @@ extern "C" int probe_x_launch(int mode, size_t bytes, probe_x_args args, cudaStr
     const cudaLaunchConfig_t cfg = probe_config(grid, PROBE_X_SMEM, stream, 1, &attr);
     if (args.next_bytes > PROBE_SLAB)
         args.next_bytes = PROBE_SLAB;
-    cudaError_t e = mode == X_BULK        ? cudaLaunchKernelEx(&cfg, probe_x_kernel<X_BULK>, args)
-                    : mode == X_NEXT      ? cudaLaunchKernelEx(&cfg, probe_x_kernel<X_NEXT>, args)
-                    : mode == X_REGISTERS ? cudaLaunchKernelEx(&cfg, probe_x_kernel<X_REGISTERS>, args)
-                                          : cudaLaunchKernelEx(&cfg, probe_x_kernel<X_NONE>, args);
+    void (*kernel)(probe_x_args) = mode == X_BULK        ? probe_x_kernel<X_BULK>
+                                   : mode == X_NEXT      ? probe_x_kernel<X_NEXT>
+                                   : mode == X_REGISTERS ? probe_x_kernel<X_REGISTERS>
+                                                         : probe_x_kernel<X_NONE>;
+    const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, args);
     return e == cudaSuccess ? 0 : -1;
 }

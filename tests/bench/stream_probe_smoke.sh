@@ -3,8 +3,8 @@
 # the three variants, each with a positive time; --side gives the L2 row and a
 # row a spin with its six times (none nan at 1 MB), at greatest priority too;
 # --x-latency with --x-prefetch and --x-flags a row for each of its six
-# ways, with no nan and positive spans; a prefetch chunk that is not a
-# multiple of 16 is refused. Exit 77 without a GPU or on one before sm_90
+# ways, with no nan and positive spans, and --x-flags alone is refused; a
+# prefetch chunk that is not a multiple of 16 is refused. Exit 77 without a GPU or on one before sm_90
 # (stream_probe's own).
 #
 #   stream_probe_smoke.sh STREAM_PROBE
@@ -23,9 +23,14 @@ for extra in "" --prefetch-priority; do
   [ "$hot" -eq 1 ] && [ "$spins" -eq 2 ] ||
     { echo "stream_probe --side $extra: $hot L2 rows of 1, $spins spin rows of 2: $side"; exit 1; }
 done
-xl=$("$probe" --sizes 1 --x-latency --x-prefetch 16384 --x-flags 2>&1) || { echo "stream_probe --x-latency: $xl"; exit 1; }
-xrows=$(printf '%s\n' "$xl" | awk '/^x after the wait/ && !/nan/ && $12 + 0 > 0 && $19 + 0 > 0 && $26 + 0 > 0' | wc -l)
+xl=$("$probe" --sizes 1 --x-latency --x-prefetch 16384 --x-flags 2>&1) ||
+  { echo "stream_probe --x-latency: $xl"; exit 1; }
+xrows=$(printf '%s\n' "$xl" |
+  awk '/^x after the wait/ && !/nan/ && $12 + 0 > 0 && $19 + 0 > 0 && $26 + 0 > 0' | wc -l)
 [ "$xrows" -eq 6 ] || { echo "stream_probe --x-latency: $xrows rows of 6: $xl"; exit 1; }
+lone=$("$probe" --x-flags 2>&1)
+[ $? -eq 2 ] && printf '%s' "$lone" | grep -q "x-latency" ||
+  { echo "--x-flags without --x-latency was not refused: $lone"; exit 1; }
 bad=$("$probe" --side 1 --prefetch-chunk 17 2>&1)
 [ $? -eq 2 ] && printf '%s' "$bad" | grep -q "prefetch-chunk" ||
   { echo "a chunk of 17 bytes was not refused: $bad"; exit 1; }
