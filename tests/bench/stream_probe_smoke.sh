@@ -4,8 +4,8 @@
 # row a spin with its six times (none nan at 1 MB), at greatest priority too;
 # --x-latency with --x-prefetch and --x-flags a row for each of its six
 # ways, with no nan and positive spans, and --x-flags alone is refused; a
-# prefetch chunk that is not a multiple of 16 is refused. Exit 77 without a GPU or on one before sm_90
-# (stream_probe's own).
+# prefetch chunk that is not a multiple of 16 is refused. Exit 77 without a
+# GPU or on one before sm_90 (stream_probe's own).
 #
 #   stream_probe_smoke.sh STREAM_PROBE
 set -uo pipefail
