@@ -110,12 +110,6 @@ enum { QMMA_KO_WAIT = 1, QMMA_KO_STAGE = 2, QMMA_KO_COMPUTE = 4, QMMA_KO_EPILOGU
 #ifndef QMMA_EARLY_BATCHES_INT8
 #define QMMA_EARLY_BATCHES_INT8 2
 #endif
-// 1: a warp's second batch, where it is not loaded before the PDL wait, goes
-// out right after the wait, ahead of x's staging, instead of once x is
-// staged (a measuring aid: bench/notes/quant.md, nineteenth session).
-#ifndef QMMA_LATE_FIRST
-#define QMMA_LATE_FIRST 0
-#endif
 // Batches of a warp's weight units, after those it loads before the PDL wait,
 // asked into L2 before it by one cp.async.bulk.prefetch.L2 an n-tile (sm_90),
 // so that the loads after x's staging come from L2, not DRAM. Taken by AWQ's
@@ -311,8 +305,6 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
     orin_cu_allow_next();
     if constexpr (!(QMMA_KNOCKOUT & QMMA_KO_WAIT))
         orin_cu_wait_prior();
-    if (QMMA_LATE_FIRST && !early2)
-        load_units<B, NT>(nxt, q, u0 + BU, u1, tile_stride);
     constexpr bool stage = !(QMMA_KNOCKOUT & QMMA_KO_STAGE);
     if constexpr (stage && NORM) // x + residual, normalised, straight into the staged x
         gemv_norm_row<T, 2>(np, (const T *)p.x, k, hs, hs + k, scratch, staging);
@@ -334,7 +326,7 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
     const lane_group *my_groups = groups + mine * ngm;
     if constexpr (EARLY < 1)
         load_units<B, NT>(cur, q, u0, u1, tile_stride);
-    if (!QMMA_LATE_FIRST && !early2)
+    if (!early2)
         load_units<B, NT>(nxt, q, u0 + BU, u1, tile_stride);
 
     qmma_lanes<NT> st = {};
@@ -363,8 +355,14 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
         load_units<B, NT>(nxt, q, u + 3 * BU, u1, tile_stride);
     }
     if constexpr (QMMA_KNOCKOUT & QMMA_KO_EPILOGUE) { // each warp's rows, unsummed
+        // every n-tile's totals in the value, so that none of them, nor the
+        // k-tiles and loads behind them, is dead code for ptxas to drop
+        float any = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 2 * NT; i++)
+            any += st.tot[i];
         if (lane == 0)
-            ((T *)mat.y)[16 * j + warp] = orin_cu_from_f32<T>(st.tot[0] + st.tot[1]);
+            ((T *)mat.y)[16 * j + warp] = orin_cu_from_f32<T>(any);
         return;
     }
     if (t == 0) {
