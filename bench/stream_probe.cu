@@ -204,7 +204,9 @@ __global__ void __launch_bounds__(PROBE_THREADS, 3) probe_x_kernel(probe_x_args 
 {
     extern __shared__ __align__(128) uint4 slab_smem[]; // X_BULK's slab, else ballast
     __shared__ uint4 xs[X_VECS];
-    __shared__ __align__(8) uint64_t bar;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    __shared__ __align__(8) uint64_t bar; // X_BULK's copy
+#endif
     const uint4 *slab = (const uint4 *)a.src + (size_t)blockIdx.x * (PROBE_SLAB / 16);
     const uint4 *x_in = (const uint4 *)a.x_in;
     uint4 v[PROBE_VECS];
