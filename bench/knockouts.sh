@@ -24,7 +24,11 @@
 #     set, that model's decode step (bench/notes/quant.md, sixth session of
 #     2026-11-27).
 #
-# Environment: REPEATS (2), WORK (/tmp/orin-ab-FAMILY), as ab_variants.sh.
+# Environment: REPEATS (2), WORK (/tmp/orin-ab-FAMILY), as ab_variants.sh;
+# SETS (quant, attention): the masks to build instead of one bit at a time
+# and then all, e.g. SETS="4 6 12 14" with MODEL set for the quantized
+# GEMV's split in the step (bench/notes/quant.md, nineteenth session: every
+# mask with the k-tiles' bit keeps the step finite).
 # Prints a row a variant and repeat.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -75,7 +79,13 @@ case $family in
   *) echo "$usage" >&2; exit 2 ;;
 esac
 with_model
-if [ -n "$flag" ]; then # one bit a variant, then all of them
+if [ -n "$flag" ] && [ -n "${SETS:-}" ]; then # the masks asked for
+  names="" all=""
+  for m in $SETS; do
+    variants+=("ko$m=-D$flag=$m")
+    names+=" ko$m"
+  done
+elif [ -n "$flag" ]; then # one bit a variant, then all of them
   bit=1
   for name in $names; do
     variants+=("$name=-D$flag=$bit")
