@@ -3,22 +3,25 @@
 #include "cpu.h"
 #include "cuda.h"
 
-#include "orin/error.h"
 #include "orin/plugin.h"
 
-#define ENTRIES(dt, suffix)                                                         \
-    static int prefill_##suffix(const orin_exec *ex, const void *args)              \
+/* The registry hands `run` only the exec and the call struct, so each
+ * (device, dtype) gets an entry point that names its dtype: dev_prefill_f32
+ * calls fa2_dev_prefill(..., ORIN_F32), dev cpu or cuda. The functions check
+ * their arguments, a NULL call struct too. */
+#define ENTRIES(dev, dt, suffix)                                                    \
+    static int dev##_prefill_##suffix(const orin_exec *ex, const void *args)        \
     {                                                                               \
-        return fa2_cpu_prefill(ex, args, dt);                                       \
+        return fa2_##dev##_prefill(ex, args, dt);                                   \
     }                                                                               \
-    static int decode_##suffix(const orin_exec *ex, const void *args)               \
+    static int dev##_decode_##suffix(const orin_exec *ex, const void *args)         \
     {                                                                               \
-        return fa2_cpu_decode(ex, args, dt);                                        \
+        return fa2_##dev##_decode(ex, args, dt);                                    \
     }
 
-ENTRIES(ORIN_F32, f32)
-ENTRIES(ORIN_F16, f16)
-ENTRIES(ORIN_BF16, bf16)
+ENTRIES(cpu, ORIN_F32, f32)
+ENTRIES(cpu, ORIN_F16, f16)
+ENTRIES(cpu, ORIN_BF16, bf16)
 
 static size_t decode_workspace(const void *args)
 {
@@ -30,32 +33,18 @@ static size_t decode_workspace(const void *args)
 #define IMPLS(dt, suffix)                                                           \
     {                                                                               \
         .op = ORIN_OP_ATTENTION_PREFILL, .provider = "fa2",                         \
-        .device = ORIN_DEVICE_CPU, .dtype = dt, .run = prefill_##suffix,            \
+        .device = ORIN_DEVICE_CPU, .dtype = dt, .run = cpu_prefill_##suffix,        \
     },                                                                              \
     {                                                                               \
         .op = ORIN_OP_ATTENTION_DECODE, .provider = "fa2",                          \
-        .device = ORIN_DEVICE_CPU, .dtype = dt, .run = decode_##suffix,             \
+        .device = ORIN_DEVICE_CPU, .dtype = dt, .run = cpu_decode_##suffix,         \
         .workspace_size = decode_workspace, .flags = ORIN_OP_GRAPH_SAFE,            \
     }
 
 #ifdef ORIN_HAVE_CUDA
-#define CUDA_ENTRIES(dt, suffix)                                                    \
-    static int cuda_prefill_##suffix(const orin_exec *ex, const void *args)         \
-    {                                                                               \
-        if (!args)                                                                  \
-            return orin_error_set("attention.prefill (fa2): no arguments");         \
-        return fa2_cuda_prefill(ex, args, dt);                                      \
-    }                                                                               \
-    static int cuda_decode_##suffix(const orin_exec *ex, const void *args)          \
-    {                                                                               \
-        if (!args)                                                                  \
-            return orin_error_set("attention.decode (fa2): no arguments");          \
-        return fa2_cuda_decode(ex, args, dt);                                       \
-    }
-
-CUDA_ENTRIES(ORIN_F32, f32)
-CUDA_ENTRIES(ORIN_F16, f16)
-CUDA_ENTRIES(ORIN_BF16, bf16)
+ENTRIES(cuda, ORIN_F32, f32)
+ENTRIES(cuda, ORIN_F16, f16)
+ENTRIES(cuda, ORIN_BF16, bf16)
 
 static int cuda_full_f16(const orin_exec *ex, const void *args)
 {
@@ -109,12 +98,8 @@ static const orin_op_impl impls[] = {
 #endif
 };
 
-static int register_ops(orin_registry *reg)
-{
-    return orin_registry_add_all(reg, impls, sizeof impls / sizeof impls[0]);
-}
-
-ORIN_PLUGIN_DEFINE("attention_fa2", "0.1.0",
-                   "FlashAttention-2: Q tiles outer, one normalisation at the end, causal tiles "
-                   "skipped; split-KV decode (cpu, cuda: f32, f16, bf16); attention.full (cuda: f16, bf16)",
-                   register_ops)
+ORIN_PLUGIN_DEFINE_TABLE("attention_fa2", "0.1.0",
+                         "FlashAttention-2: Q tiles outer, one normalisation at the end, "
+                         "causal tiles skipped; split-KV decode (" ORIN_PLUGIN_DEVICES
+                         ": f32, f16, bf16); attention.full (cuda: f16, bf16)",
+                         impls)

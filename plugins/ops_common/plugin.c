@@ -198,15 +198,10 @@ static const orin_op_impl impls[] = {
 #endif
 };
 
-static int register_ops(orin_registry *reg)
-{
-    return orin_registry_add_all(reg, impls, sizeof impls / sizeof impls[0]);
-}
-
-ORIN_PLUGIN_DEFINE("ops_common", "0.1.0",
-                   "reference ops: embedding, rmsnorm, rope, matmul (OpenBLAS; cuBLASLt and a "
-                   "batch-1 GEMV on cuda), matmul.awq4 and matmul.int8, swiglu, add, "
-                   "argmax, kv_write, layernorm, gelu, rope.table, pos_interp; fused on cuda: "
-                   "add_rmsnorm, matmul.qkv, matmul.swiglu, rope_kv_write, matmul.gelu, "
-                   "matmul.add, matmul.argmax; f32, f16, bf16",
-                   register_ops)
+ORIN_PLUGIN_DEFINE_TABLE("ops_common", "0.1.0",
+                         "reference ops: embedding, rmsnorm, rope, matmul (OpenBLAS; cuBLASLt "
+                         "and a batch-1 GEMV on cuda), matmul.awq4 and matmul.int8, swiglu, "
+                         "add, argmax, kv_write, layernorm, gelu, rope.table, pos_interp; fused "
+                         "on cuda: add_rmsnorm, matmul.qkv, matmul.swiglu, rope_kv_write, "
+                         "matmul.gelu, matmul.add, matmul.argmax; f32, f16, bf16",
+                         impls)

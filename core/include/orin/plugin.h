@@ -13,6 +13,11 @@
  *
  *     static int register_ops(orin_registry *reg) { ... orin_registry_add(reg, &impl) ... }
  *     ORIN_PLUGIN_DEFINE("my_plugin", "1.0", "what it offers", register_ops)
+ *
+ * or, where the ops are one static array (the bundled plugins):
+ *
+ *     static const orin_op_impl impls[] = { {.op = ..., .run = ...}, ... };
+ *     ORIN_PLUGIN_DEFINE_TABLE("my_plugin", "1.0", "what it offers", impls)
  */
 #ifndef ORIN_PLUGIN_H
 #define ORIN_PLUGIN_H
@@ -57,6 +62,22 @@ typedef const orin_plugin *(*orin_plugin_entry_fn)(void);
         };                                                                           \
         return &plugin;                                                              \
     }
+
+/* A plugin whose ops are one static array of orin_op_impl: ORIN_PLUGIN_DEFINE
+ * with a register_ops that adds the whole array (orin_registry_add_all). */
+#define ORIN_PLUGIN_DEFINE_TABLE(NAME, VERSION, DESCRIPTION, IMPLS)                  \
+    static int orin_plugin_register_table(orin_registry *reg)                        \
+    {                                                                                \
+        return orin_registry_add_all(reg, IMPLS, sizeof IMPLS / sizeof IMPLS[0]);    \
+    }                                                                                \
+    ORIN_PLUGIN_DEFINE(NAME, VERSION, DESCRIPTION, orin_plugin_register_table)
+
+/* The devices a plugin of this build runs on, for its description. */
+#ifdef ORIN_HAVE_CUDA
+#define ORIN_PLUGIN_DEVICES "cpu, cuda"
+#else
+#define ORIN_PLUGIN_DEVICES "cpu"
+#endif
 
 /* ---- loader (core side) ---- */
 
