@@ -326,8 +326,16 @@ int main(int argc, char **argv)
             pdl = 0;
         else if (strcmp(argv[i], "--x-latency") == 0)
             x_latency = 1;
-        else if (strcmp(argv[i], "--x-prefetch") == 0 && i + 1 < argc)
-            x_next_bytes = (uint32_t)atoi(argv[++i]);
+        else if (strcmp(argv[i], "--x-prefetch") == 0 && i + 1 < argc) {
+            char *end = NULL;
+            const unsigned long n = strtoul(argv[++i], &end, 10);
+            if (*end || n < 16 || n > 32768) {
+                fprintf(stderr, "stream_probe: --x-prefetch %s: bytes from 16 to 32768\n",
+                        argv[i]);
+                return 2;
+            }
+            x_next_bytes = (uint32_t)n;
+        }
         else if (strcmp(argv[i], "--x-flags") == 0)
             x_flags = 1;
         else {

@@ -3,9 +3,10 @@
 # the three variants, each with a positive time; --side gives the L2 row and a
 # row a spin with its six times (none nan at 1 MB), at greatest priority too;
 # --x-latency with --x-prefetch and --x-flags a row for each of its six
-# ways, with no nan and positive spans, and --x-flags alone is refused; a
-# prefetch chunk that is not a multiple of 16 is refused. Exit 77 without a
-# GPU or on one before sm_90 (stream_probe's own).
+# ways, with no nan and positive spans, and --x-flags alone or a prefetch
+# size that is not a number of bytes is refused; a prefetch chunk that is
+# not a multiple of 16 is refused. Exit 77 without a GPU or on one before
+# sm_90 (stream_probe's own).
 #
 #   stream_probe_smoke.sh STREAM_PROBE
 set -uo pipefail
@@ -28,6 +29,9 @@ xl=$("$probe" --sizes 1 --x-latency --x-prefetch 16384 --x-flags 2>&1) ||
 xrows=$(printf '%s\n' "$xl" |
   awk '/^x after the wait/ && !/nan/ && $12 + 0 > 0 && $19 + 0 > 0 && $26 + 0 > 0' | wc -l)
 [ "$xrows" -eq 6 ] || { echo "stream_probe --x-latency: $xrows rows of 6: $xl"; exit 1; }
+odd=$("$probe" --x-latency --x-prefetch 8k 2>&1)
+[ $? -eq 2 ] && printf '%s' "$odd" | grep -q "x-prefetch 8k" ||
+  { echo "--x-prefetch 8k was not refused: $odd"; exit 1; }
 lone=$("$probe" --x-flags 2>&1)
 [ $? -eq 2 ] && printf '%s' "$lone" | grep -q "x-latency" ||
   { echo "--x-flags without --x-latency was not refused: $lone"; exit 1; }

@@ -68,7 +68,7 @@ typedef const orin_plugin *(*orin_plugin_entry_fn)(void);
 #define ORIN_PLUGIN_DEFINE_TABLE(NAME, VERSION, DESCRIPTION, IMPLS)                  \
     static int orin_plugin_register_table(orin_registry *reg)                        \
     {                                                                                \
-        return orin_registry_add_all(reg, IMPLS, sizeof IMPLS / sizeof IMPLS[0]);    \
+        return orin_registry_add_all(reg, (IMPLS), sizeof(IMPLS) / sizeof((IMPLS)[0])); \
     }                                                                                \
     ORIN_PLUGIN_DEFINE(NAME, VERSION, DESCRIPTION, orin_plugin_register_table)
 
