@@ -438,8 +438,6 @@ extern "C" int fa2_cuda_attention_full(const orin_exec *ex, const orin_attention
                                        orin_dtype dt)
 {
     const char *label = "attention.full (fa2)";
-    if (!a)
-        return orin_error_set("%s: no arguments", label);
     if (orin_check_attention_full(label, ex, a, ORIN_DEVICE_CUDA, dt))
         return -1;
     const int64_t n = a->q.shape[0], heads = a->q.shape[1], hd = a->q.shape[2];

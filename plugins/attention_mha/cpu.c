@@ -216,8 +216,6 @@ int mha_cpu_attention_full(const orin_exec *ex, const orin_attention_full_args *
 {
     const char *label = "attention.full (mha)";
     int64_t max_len = 0;
-    if (!a)
-        return orin_error_set("%s: no arguments", label);
     if (orin_check_attention_full(label, ex, a, ORIN_DEVICE_CPU, dt) ||
         check_cu_seqlens(label, a, &max_len))
         return -1;

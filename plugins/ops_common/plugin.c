@@ -10,18 +10,20 @@
 #include "orin/plugin.h"
 
 /* The registry hands `run` only the exec and the call struct, so each
- * (op, dtype) gets a tiny entry point that names its dtype. */
-#define CPU_ENTRY(op, args_type, dt, suffix)                                        \
-    static int op##_##suffix(const orin_exec *ex, const void *args)                 \
+ * (device, op, dtype) gets a tiny entry point that names its dtype:
+ * cpu_rmsnorm_f16 calls cpu_rmsnorm(..., ORIN_F16). */
+#define ENTRY(dev, op, args_type, dt, suffix)                                       \
+    static int dev##_##op##_##suffix(const orin_exec *ex, const void *args)         \
     {                                                                               \
         if (!args)                                                                  \
             return orin_error_set(#op " (common): no arguments");                   \
-        return cpu_##op(ex, (const args_type *)args, dt);                           \
+        return dev##_##op(ex, (const args_type *)args, dt);                         \
     }
-#define CPU_ENTRIES(op, args_type)                                                  \
-    CPU_ENTRY(op, args_type, ORIN_F32, f32)                                         \
-    CPU_ENTRY(op, args_type, ORIN_F16, f16)                                         \
-    CPU_ENTRY(op, args_type, ORIN_BF16, bf16)
+#define ENTRIES(dev, op, args_type)                                                 \
+    ENTRY(dev, op, args_type, ORIN_F32, f32)                                        \
+    ENTRY(dev, op, args_type, ORIN_F16, f16)                                        \
+    ENTRY(dev, op, args_type, ORIN_BF16, bf16)
+#define CPU_ENTRIES(op, args_type) ENTRIES(cpu, op, args_type)
 
 CPU_ENTRIES(embedding, orin_embedding_args)
 CPU_ENTRIES(rmsnorm, orin_rmsnorm_args)
@@ -48,8 +50,8 @@ CPU_ENTRIES(pos_interp, orin_pos_interp_args)
         .run = fn, .flags = ORIN_OP_REFERENCE | ORIN_OP_GRAPH_SAFE,                 \
     }
 #define IMPLS(name, op)                                                             \
-    IMPL(name, op##_f32, ORIN_F32), IMPL(name, op##_f16, ORIN_F16),                 \
-        IMPL(name, op##_bf16, ORIN_BF16)
+    IMPL(name, cpu_##op##_f32, ORIN_F32), IMPL(name, cpu_##op##_f16, ORIN_F16),     \
+        IMPL(name, cpu_##op##_bf16, ORIN_BF16)
 
 /* sample.candidates, on either device, declares a workspace (sample.h);
  * the CUDA one declines outputs longer than CUDA_SAMPLE_MAX_CANDIDATES. */
@@ -65,17 +67,7 @@ CPU_ENTRIES(pos_interp, orin_pos_interp_args)
         SAMPLE_IMPL(prefix##sample_candidates_bf16, dev, ORIN_BF16, ws, sup)
 
 #ifdef ORIN_HAVE_CUDA
-#define CUDA_ENTRY(op, args_type, dt, suffix)                                       \
-    static int cuda_##op##_##suffix(const orin_exec *ex, const void *args)          \
-    {                                                                               \
-        if (!args)                                                                  \
-            return orin_error_set(#op " (common): no arguments");                   \
-        return cuda_##op(ex, (const args_type *)args, dt);                          \
-    }
-#define CUDA_ENTRIES(op, args_type)                                                 \
-    CUDA_ENTRY(op, args_type, ORIN_F32, f32)                                        \
-    CUDA_ENTRY(op, args_type, ORIN_F16, f16)                                        \
-    CUDA_ENTRY(op, args_type, ORIN_BF16, bf16)
+#define CUDA_ENTRIES(op, args_type) ENTRIES(cuda, op, args_type)
 
 CUDA_ENTRIES(embedding, orin_embedding_args)
 CUDA_ENTRIES(rmsnorm, orin_rmsnorm_args)
@@ -154,7 +146,7 @@ static const orin_op_impl impls[] = {
     IMPLS(ORIN_OP_ADD, add),
     IMPLS(ORIN_OP_ARGMAX, argmax),
     IMPLS(ORIN_OP_KV_WRITE, kv_write),
-    SAMPLE_IMPLS(, ORIN_DEVICE_CPU, cpu_sample_candidates_workspace_size, NULL),
+    SAMPLE_IMPLS(cpu_, ORIN_DEVICE_CPU, cpu_sample_candidates_workspace_size, NULL),
     IMPLS(ORIN_OP_MATMUL_AWQ4, matmul_awq4),
     IMPLS(ORIN_OP_MATMUL_INT8, matmul_int8),
     /* the vision encoders' ops */

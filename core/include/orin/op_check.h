@@ -130,7 +130,8 @@ int orin_check_pos_interp(const char *label, const orin_exec *ex,
 /* attention.full: q and out [n, H, hd], k and v [n, Hkv, hd] with H a multiple
  * of Hkv, cu_seqlens i32 [segments + 1] (at least 2 entries), a finite
  * positive scale, out apart from q, k and v. The values of cu_seqlens are the
- * implementation's to check (they may be in device memory). */
+ * implementation's to check (they may be in device memory). A NULL call
+ * struct is "<label>: no arguments". */
 int orin_check_attention_full(const char *label, const orin_exec *ex,
                               const orin_attention_full_args *a, orin_device_kind device,
                               orin_dtype dt);

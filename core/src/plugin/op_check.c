@@ -554,6 +554,8 @@ int orin_check_attention_full(const char *label, const orin_exec *ex,
                               const orin_attention_full_args *a, orin_device_kind device,
                               orin_dtype dt)
 {
+    if (!a)
+        return orin_error_set("%s: no arguments", label);
     if (orin_check_exec(label, ex, device) ||
         orin_check_tensor(label, "q", &a->q, device, dt, 3, 3) ||
         orin_check_tensor(label, "k", &a->k, device, dt, 3, 3) ||
