@@ -475,6 +475,11 @@ static int quant_sliced(const orin_exec *ex, const orin_matmul_quant_args *a,
 #ifndef QMMA_PAIR_TILES
 #define QMMA_PAIR_TILES 3
 #endif
+// Waves of paired blocks a grid may take (bench experiments: more than one
+// trades the fixed costs of half the blocks against the last wave's idle SMs).
+#ifndef QMMA_PAIR_MAX_WAVES
+#define QMMA_PAIR_MAX_WAVES 1
+#endif
 #ifndef QMMA_PAIR_INT8_GBS_PER_SM
 #define QMMA_PAIR_INT8_GBS_PER_SM 30.0
 #endif
@@ -504,7 +509,7 @@ static int qmma_pair_tiles(const orin_exec *ex, const quant_call *c, qmma_mode m
     const int sms = orin_cu_sm_count(ex), slots = QMMA_WIDE_MIN_BLOCKS * sms;
     if (!((QMMA_PAIR_TILES >> (awq ? 0 : 1)) & 1) || !QMMA_FULL || !even ||
         (mode == QMMA_SEGMENTS && !((QMMA_PAIR_SEGMENTS >> (awq ? 0 : 1)) & 1)) ||
-        group_tiles % 8 != 0 || tiles <= slots || tiles > 2 * slots)
+        group_tiles % 8 != 0 || tiles <= slots || tiles > 2 * QMMA_PAIR_MAX_WAVES * slots)
         return 1;
     if (!awq && ex->device->mem_bandwidth_gbs < QMMA_PAIR_INT8_GBS_PER_SM * sms)
         return 1;
