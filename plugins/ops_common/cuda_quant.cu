@@ -475,8 +475,11 @@ static int quant_sliced(const orin_exec *ex, const orin_matmul_quant_args *a,
 #ifndef QMMA_PAIR_TILES
 #define QMMA_PAIR_TILES 3
 #endif
-// Waves of paired blocks a grid may take (bench experiments: more than one
-// trades the fixed costs of half the blocks against the last wave's idle SMs).
+// Waves of paired blocks a grid may take. More than one trades the fixed
+// costs of half the blocks against the last wave's idle SMs: at 2, on the
+// H200, Qwen2.5-7B's AWQ step 0.04 ms shorter, Qwen3-14B's 0.01 longer (their
+// gate/up; bench/notes/quant.md, twentieth session), so 1 until a rule that
+// predicts both is found.
 #ifndef QMMA_PAIR_MAX_WAVES
 #define QMMA_PAIR_MAX_WAVES 1
 #endif
