@@ -22,6 +22,12 @@
 #   bash bench/ab_variants.sh build-gpu "r4=-DGEMV_ROWS_MAX=4" -- \
 #     env QUANTS=none ORIN_ARGS="--set plugins.dir={PLUGINS}" bash bench/gpu_models.sh build-gpu
 #
+# A variant's results are checked the same way, the op suites reading its
+# plugins (REPEATS=1; ORIN_TEST_QUICK=1 for a shorter run):
+#
+#   REPEATS=1 bash bench/ab_variants.sh build-gpu "v1=-DQMMA_PAIR_MAX_WAVES=2" -- \
+#     env ORIN_TEST_PLUGIN_DIR={PLUGINS} build-gpu/test_ops_quant --device cuda
+#
 # Environment: TARGET (the plugin target rebuilt: ops_common), REPEATS (2),
 # WORK (/tmp/orin-ab). Each run's output goes to WORK/NAME-REP.log, and its
 # last 3 lines are printed under the variant's name.

@@ -186,14 +186,20 @@ void ops_release(void)
         free(host_workspaces[--n_host_workspaces]);
 }
 
+/* The build's plugins, or those of the folder ORIN_TEST_PLUGIN_DIR names: a
+ * kernel variant's, which bench/ab_variants.sh builds beside the build, so
+ * that the suites check a variant before it is timed. */
 orin_registry *ops_test_registry(void)
 {
     if (registry)
         return registry;
+    const char *dir = getenv("ORIN_TEST_PLUGIN_DIR");
+    if (!dir || !*dir)
+        dir = ORIN_PLUGIN_DIR;
     registry = orin_registry_create();
     plugins = orin_plugin_set_create();
-    if (!registry || !plugins || orin_plugin_load_dir(plugins, registry, ORIN_PLUGIN_DIR)) {
-        fprintf(stderr, "cannot load the plugins from %s: %s\n", ORIN_PLUGIN_DIR, orin_error());
+    if (!registry || !plugins || orin_plugin_load_dir(plugins, registry, dir)) {
+        fprintf(stderr, "cannot load the plugins from %s: %s\n", dir, orin_error());
         exit(1);
     }
     return registry;
