@@ -98,6 +98,12 @@ enum { QMMA_KO_WAIT = 1, QMMA_KO_STAGE = 2, QMMA_KO_COMPUTE = 4, QMMA_KO_EPILOGU
 #ifndef QMMA_KNOCKOUT
 #define QMMA_KNOCKOUT 0
 #endif
+// gate/up as one wave of blocks that each take several n-tiles in turn where a
+// block an n-tile would take several waves (qmma_swiglu_loop_kernel; 0: not
+// built).
+#ifndef QMMA_SWIGLU_LOOP
+#define QMMA_SWIGLU_LOOP 0
+#endif
 // Batches of weight loads a warp issues before the PDL wait (0-2); the rest
 // go out once x is staged. x's loads, issued after the wait, queue behind
 // the SM's outstanding weight loads: fewer early batches stage x sooner and
@@ -395,6 +401,193 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
     ((T *)mat.y)[row] = orin_cu_from_f32<T>(sum[0]);
 }
 
+#if QMMA_SWIGLU_LOOP
+// gate/up where a block an n-tile would take several waves (Qwen3-14B's 1,088
+// n-tiles: 2.75 waves of 396 blocks on 132 SMs; Qwen2.5-7B's 1,184: 2.99),
+// as one wave: block b takes n-tiles b, b + G, b + 2G, ... (G blocks, all
+// resident) in turn. x (and the norm) is staged once a block, and each warp's
+// loads are one stream over its n-tiles: the batches two ahead of the one
+// being summed, so that the next n-tile's first two batches are in flight
+// while a tile's sums meet. A tile ends in two barriers: (A) the warps' sums
+// are in `red`, then threads 0-15 write the tile's SwiGLU while every thread
+// turns the next tile's group data (cp.async'd during the tile, raw) into
+// entries; (B) the entries are ready and `red` is free. Taken (the host's
+// pick) with groups of whole spans of 8 k-tiles, every warp's units whole
+// batches, and the group data 16-byte aligned. What the waves cost the
+// unlooped kernel: bench/notes/quant.md, twentieth session (gate/up 7-8 us a
+// layer over its bytes against 3 for one wave). QMMA_SWIGLU_LOOP: 1 builds
+// and takes it; not yet run on a GPU.
+template <typename T, int FMT, bool NORM>
+__global__ void __launch_bounds__(32 * QMMA_WARPS_WIDE, QMMA_WIDE_MIN_BLOCKS)
+    qmma_swiglu_loop_kernel(qmma_params p)
+{
+    constexpr int UT = tiles_of<FMT>::UNIT_TILES, SPAN = 8, WARPS = QMMA_WARPS_WIDE;
+    constexpr int B = qmma_batch_units<FMT>(1), MATS = 2, TEAM = WARPS / MATS;
+    constexpr int THREADS = 32 * WARPS;
+    constexpr int EARLY = FMT == FMT_AWQ4 ? QMMA_EARLY_BATCHES_AWQ : QMMA_EARLY_BATCHES_INT8;
+    // x, the entries [MATS][ng], with a norm its row and weight [2][k], the
+    // spans' sums of x [k / 16], then the raw group data of two tiles:
+    // scale pairs [2][MATS][ng] and (AWQ) zero bytes [2][MATS][ng]
+    extern __shared__ uint4 smem[];
+    __shared__ float red[WARPS][16];
+    __shared__ float scratch[32];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int g = lane >> 2, t = lane & 3, mine = warp / TEAM;
+    const int G = (int)gridDim.x, j0 = (int)blockIdx.x;
+    const int my_tiles = (p.begin[1] - j0 + G - 1) / G;
+    const qmma_matrix mat = qmma_pick(p, mine);
+    const int per = qmma_warp_share(p.units, TEAM, SPAN / UT);
+    const int u0 = min(p.units, warp % TEAM * per), u1 = min(p.units, u0 + per);
+    const int nb = (u1 - u0) / B; // whole batches
+    const size_t tile_stride = (size_t)p.units * 32;
+    const int k = p.units * tiles_of<FMT>::UNIT_K, ng = p.groups * 8;
+    uint4 *xs = smem;
+    lane_group *groups = (lane_group *)(xs + k * sizeof(T) / 16);
+    T *hs = (T *)(groups + MATS * ng);
+    const qmma_staging<T, FMT, SPAN> staging = {(uint2 *)xs,
+                                                 (float *)(hs + (NORM ? 2 * k : 0))};
+    uint32_t *raw_s = (uint32_t *)(((uintptr_t)(staging.xsum + k / 16) + 15) & ~(uintptr_t)15);
+    uint8_t *raw_z = (uint8_t *)(raw_s + 2 * MATS * ng);
+
+    // the next batch to load, as (tile, batch): one stream over the tiles
+    int lt = 0, lb = 0;
+    auto load_next = [&](uint4(&buf)[B]) {
+        if (lt >= my_tiles)
+            return;
+        load_units<B>(buf, mat.q + (size_t)(j0 + lt * G) * tile_stride + lane, u0 + lb * B, u1);
+        if (++lb == nb) {
+            lb = 0;
+            lt++;
+        }
+    };
+    // tile ti's group data, raw, into buffer ti & 1 (16-byte copies)
+    auto fetch_groups = [&](int ti) {
+        const size_t j = (size_t)(j0 + ti * G);
+        uint32_t *ds = raw_s + (ti & 1) * MATS * ng;
+        for (int c = threadIdx.x; c < MATS * ng / 4; c += THREADS) {
+            const int m = c / (ng / 4), i = c % (ng / 4) * 4;
+            orin_cu_cp_async16(orin_cu_smem_addr(ds + m * ng + i),
+                               (m == 0 ? p.m[0].s : p.m[1].s) + j * ng + i);
+        }
+        if constexpr (FMT == FMT_AWQ4) {
+            uint8_t *dz = raw_z + (ti & 1) * MATS * ng;
+            for (int c = threadIdx.x; c < MATS * ng / 16; c += THREADS) {
+                const int m = c / (ng / 16), i = c % (ng / 16) * 16;
+                orin_cu_cp_async16(orin_cu_smem_addr(dz + m * ng + i),
+                                   (m == 0 ? p.m[0].z : p.m[1].z) + j * ng + i);
+            }
+        }
+        orin_cu_cp_async_commit();
+    };
+    // tile ti's entries from its raw group data (the copies waited for)
+    auto make_groups = [&](int ti) {
+        const uint32_t *rs = raw_s + (ti & 1) * MATS * ng;
+        const uint8_t *rz = raw_z + (ti & 1) * MATS * ng;
+        for (int i = threadIdx.x; i < MATS * ng; i += THREADS)
+            groups[i] = make_lane_group<T, FMT>(rs[i], FMT == FMT_AWQ4 ? rz[i] : 0u);
+    };
+
+    // Before the PDL wait: the first batches, tile 0's group data, the norm's
+    // weight (none of them written by a kernel).
+    uint4 cur[B], nxt[B];
+    if (nb > 0) {
+        load_next(cur);
+        if constexpr (EARLY >= 2)
+            load_next(nxt);
+    }
+    fetch_groups(0);
+    const gemv_norm<T> np = {(const T *)p.norm_residual, (const T *)p.norm_weight,
+                             (T *)p.norm_x_out, p.norm_eps};
+    if constexpr (NORM)
+        gemv_norm_fetch_weight<T>(np, k, hs + k);
+    orin_cu_allow_next();
+    orin_cu_wait_prior();
+    if constexpr (NORM)
+        gemv_norm_row<T, 2>(np, (const T *)p.x, k, hs, hs + k, scratch, staging);
+    else
+        qmma_stage_x(staging, (const uint4 *)p.x, k, THREADS);
+    orin_cu_cp_async_wait<0>();
+    __syncthreads(); // x staged, tile 0's raw group data in
+    make_groups(0);
+    if (my_tiles > 1)
+        fetch_groups(1);
+    __syncthreads();
+    if (EARLY < 2 && nb > 0)
+        load_next(nxt);
+
+    const lane_group *my_groups = groups + mine * ng;
+    qmma_lane st = {};
+    int f = 0; // batches summed: even ones from cur, odd from nxt
+    for (int ti = 0; ti < my_tiles; ti++) {
+        st.gi = u0 * UT / p.group_tiles;
+        st.left = p.group_tiles - u0 * UT % p.group_tiles;
+        st.span_sum = staging.xsum + u0 * UT / SPAN;
+        st.tot[0] = st.tot[1] = 0.0f;
+        for (int b = 0; b < nb; b++, f++) {
+            if (f & 1) {
+                qmma_batch<T, FMT, SPAN, B, true>(nxt, u0 + b * B, u1, xs, my_groups, g, t,
+                                                  p.group_tiles, st);
+                load_next(nxt);
+            } else {
+                qmma_batch<T, FMT, SPAN, B, true>(cur, u0 + b * B, u1, xs, my_groups, g, t,
+                                                  p.group_tiles, st);
+                load_next(cur);
+            }
+        }
+        if (t == 0) {
+            red[warp][g] = st.tot[0];
+            red[warp][g + 8] = st.tot[1];
+        }
+        orin_cu_cp_async_wait<0>(); // the next tile's raw group data (this thread's copies)
+        __syncthreads();            // (A)
+        if (threadIdx.x < 16) {
+            float gate = 0.0f, up = 0.0f;
+#pragma unroll
+            for (int wp = 0; wp < TEAM; wp++) {
+                gate += red[wp][threadIdx.x];
+                up += red[TEAM + wp][threadIdx.x];
+            }
+            gate = orin_cu_f32(orin_cu_from_f32<T>(gate)); // rounded as stored
+            up = orin_cu_f32(orin_cu_from_f32<T>(up));
+            const int row = 16 * (j0 + ti * G) + threadIdx.x;
+            ((T *)p.m[0].y)[row] = orin_cu_from_f32<T>(gate / (1.0f + expf(-gate)) * up);
+        }
+        if (ti + 1 < my_tiles) {
+            make_groups(ti + 1);
+            if (ti + 2 < my_tiles)
+                fetch_groups(ti + 2); // into the buffer tile ti's entries came from
+        }
+        __syncthreads(); // (B)
+    }
+}
+
+// The raw group data's shared memory the loop kernel adds to the GEMV's (and
+// 16 bytes to align it).
+__host__ __forceinline__ size_t qmma_loop_raw_bytes(int groups)
+{
+    return (size_t)2 * 2 * groups * 8 * (sizeof(uint32_t) + 1) + 16;
+}
+
+// Whether a gate/up call of `blocks` n-tiles takes the loop kernel: more
+// n-tiles than one wave of blocks, spans of 8 k-tiles, every warp's units
+// whole batches, the group data's rows whole 16-byte copies from 16-byte
+// aligned tensors, and the shared memory within QMMA_SMEM_MAX.
+template <int FMT>
+bool qmma_loop_fits(const qmma_params &p, unsigned blocks, int sms, size_t smem)
+{
+    constexpr int UT = tiles_of<FMT>::UNIT_TILES, B = qmma_batch_units<FMT>(1);
+    constexpr int TEAM = QMMA_WARPS_WIDE / 2;
+    const int per = qmma_warp_share(p.units, TEAM, 8 / UT);
+    bool aligned = true;
+    for (int m = 0; m < 2; m++)
+        aligned = aligned && (uintptr_t)p.m[m].s % 16 == 0 &&
+                  (FMT != FMT_AWQ4 || (uintptr_t)p.m[m].z % 16 == 0);
+    return (int)blocks > QMMA_WIDE_MIN_BLOCKS * sms && p.group_tiles % 8 == 0 && per % B == 0 &&
+           p.units % per % B == 0 && p.groups % 2 == 0 && aligned &&
+           smem + qmma_loop_raw_bytes(p.groups) <= QMMA_SMEM_MAX;
+}
+#endif
+
 // ---- choosing and launching the kernel ----------------------------------------------
 
 // A paired grid's span (qmma_pair_tiles): a batch's units of one n-tile, B / 2
@@ -446,6 +639,17 @@ int allow_smem(const char *label, bool norm)
                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
                                               (int)QMMA_SMEM_MAX)) != 0)
             return -1;
+#if QMMA_SWIGLU_LOOP
+    if constexpr (MODE == QMMA_SWIGLU) {
+        const qmma_kernel_fn loop = norm ? qmma_swiglu_loop_kernel<T, FMT, true>
+                                         : qmma_swiglu_loop_kernel<T, FMT, false>;
+        if (orin_cu_call(label, "shared memory of the quantized GEMV",
+                         cudaFuncSetAttribute((const void *)loop,
+                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              (int)QMMA_SMEM_MAX)) != 0)
+            return -1;
+    }
+#endif
     return 0;
 }
 
@@ -484,6 +688,15 @@ void launch_qmma_gemv(const orin_exec *ex, const qmma_params &p, unsigned blocks
     if (nt == 2)
         return orin_cu_launch(ex, true, qmma_pair_kernel<T, FMT, MODE>(p.norm_weight != NULL),
                               dim3(blocks), dim3(32 * QMMA_WARPS_WIDE), smem, p);
+#if QMMA_SWIGLU_LOOP
+    if constexpr (MODE == QMMA_SWIGLU)
+        if (qmma_loop_fits<FMT>(p, blocks, sms, smem))
+            return orin_cu_launch(ex, true,
+                                  p.norm_weight ? qmma_swiglu_loop_kernel<T, FMT, true>
+                                                : qmma_swiglu_loop_kernel<T, FMT, false>,
+                                  dim3(QMMA_WIDE_MIN_BLOCKS * sms), dim3(32 * QMMA_WARPS_WIDE),
+                                  smem + qmma_loop_raw_bytes(p.groups), p);
+#endif
     if ((int)blocks < QMMA_NARROW_BELOW * sms)
         launch_qmma_warps<T, FMT, MODE, QMMA_WARPS_NARROW>(ex, p, blocks, smem);
     else if ((int)blocks <= QMMA_DEEP_UPTO * sms && warp_units >= QMMA_DEEP_BATCHES * DEEP_B)

@@ -588,8 +588,10 @@ static void test_fused(orin_weight_format fmt, orin_dtype dt)
         {1, 1040, 64, 16},     {3, 256, 160, 32},  {1, 256, 4800, 32},
         /* more n-tiles than 3 8-warp blocks an SM of a 132-SM GPU hold:
          * gate/up then takes them in pairs where their count is even (400)
-         * and pairs fit one wave, one a block where it is odd (397) */
-        {1, 512, 6400, 128},   {1, 256, 6352, 128},
+         * and pairs fit one wave, one a block where it is odd (397); at
+         * 1,024 inputs every warp's units are whole batches in both formats
+         * (the kernels without end tests, and QMMA_SWIGLU_LOOP's) */
+        {1, 512, 6400, 128},   {1, 256, 6352, 128}, {1, 1024, 6352, 128},
     };
     for (size_t i = 0; i < sizeof qkv / sizeof qkv[0]; i++) {
         if (qkv[i].in >= 2048 && ops_test_quick())
@@ -616,6 +618,7 @@ static void test_fused(orin_weight_format fmt, orin_dtype dt)
     /* 750 n-tiles: in pairs on a 132-SM GPU; 850: past one wave of pairs */
     swiglu_quant_norm_case(fmt, dt, 1, 256, 12000, 128, true);
     swiglu_quant_norm_case(fmt, dt, 1, 256, 13600, 128, true);
+    swiglu_quant_norm_case(fmt, dt, 1, 1024, 13600, 128, true);
 }
 
 /* ---- bad calls ---- */
