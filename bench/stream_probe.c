@@ -235,21 +235,14 @@ static int side_rows(struct chain c, const char *spins, double copy)
     return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Mean and median of n values (sorted in place). */
+/* Mean and median of n values (sorted in place by bench_median). */
 static void mean_median(double *v, size_t n, double *mean, double *median)
 {
     double sum = 0.0;
     for (size_t i = 0; i < n; i++)
         sum += v[i];
-    qsort(v, n, sizeof *v, cmp_double);
     *mean = sum / n;
-    *median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    *median = bench_median(v, (int)n);
 }
 
 /* The --x-latency rows for one size: each PROBE_X_* mode's link time (with

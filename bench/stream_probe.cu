@@ -305,6 +305,12 @@ __global__ void __launch_bounds__(PROBE_THREADS, 3) probe_x_kernel(probe_x_args 
 // probe_x_kernel's dynamic shared memory: the slab (X_BULK) or as much
 // ballast, which with x's 8 KB keeps 3 blocks an SM and no fourth
 #define PROBE_X_SMEM (64 << 10)
+// probe_x_kernel by mode (PROBE_X_*)
+static_assert(X_NONE == 0 && X_REGISTERS == 1 && X_BULK == 2 && X_NEXT == 3,
+              "probe_x_kernels is indexed by mode");
+static void (*const probe_x_kernels[])(probe_x_args) = {
+    probe_x_kernel<X_NONE>, probe_x_kernel<X_REGISTERS>, probe_x_kernel<X_BULK>,
+    probe_x_kernel<X_NEXT>};
 
 // The kernels' shared memory above the default 48 KB, allowed at the first launch.
 static void probe_allow_smem(void)
@@ -318,14 +324,9 @@ static void probe_allow_smem(void)
                          PROBE_BALLAST);
     cudaFuncSetAttribute(probe_spin_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                          SPIN_BALLAST);
-    cudaFuncSetAttribute(probe_x_kernel<X_NONE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                         PROBE_X_SMEM);
-    cudaFuncSetAttribute(probe_x_kernel<X_REGISTERS>,
-                         cudaFuncAttributeMaxDynamicSharedMemorySize, PROBE_X_SMEM);
-    cudaFuncSetAttribute(probe_x_kernel<X_BULK>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                         PROBE_X_SMEM);
-    cudaFuncSetAttribute(probe_x_kernel<X_NEXT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                         PROBE_X_SMEM);
+    for (size_t i = 0; i < sizeof probe_x_kernels / sizeof probe_x_kernels[0]; i++)
+        cudaFuncSetAttribute(probe_x_kernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             PROBE_X_SMEM);
     done = true;
 }
 
@@ -398,10 +399,8 @@ extern "C" int probe_x_launch(int mode, size_t bytes, probe_x_args args, cudaStr
     const cudaLaunchConfig_t cfg = probe_config(grid, PROBE_X_SMEM, stream, 1, &attr);
     if (args.next_bytes > PROBE_SLAB)
         args.next_bytes = PROBE_SLAB;
-    void (*kernel)(probe_x_args) = mode == X_BULK        ? probe_x_kernel<X_BULK>
-                                   : mode == X_NEXT      ? probe_x_kernel<X_NEXT>
-                                   : mode == X_REGISTERS ? probe_x_kernel<X_REGISTERS>
-                                                         : probe_x_kernel<X_NONE>;
-    const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, args);
+    if (mode < 0 || mode >= (int)(sizeof probe_x_kernels / sizeof probe_x_kernels[0]))
+        return -1;
+    const cudaError_t e = cudaLaunchKernelEx(&cfg, probe_x_kernels[mode], args);
     return e == cudaSuccess ? 0 : -1;
 }

@@ -214,6 +214,37 @@ __host__ __device__ __forceinline__ int qmma_warp_share(int units, int team, int
     return ((units + team - 1) / team + span_units - 1) / span_units * span_units;
 }
 
+// Whether every warp's units (per of them, the last warp's the rest) are whole
+// batches of b: the kernels without end tests (FULL).
+__host__ __device__ __forceinline__ bool qmma_whole_batches(int units, int per, int b)
+{
+    return per % b == 0 && units % per % b == 0;
+}
+
+// A lane's state at its warp's first unit u0: the group it begins in, that
+// group's k-tiles left, its first span's sum of x, no totals yet.
+template <int NT, int UT, int SPAN>
+__device__ __forceinline__ void qmma_lanes_start(qmma_lanes<NT> &st, int u0, int group_tiles,
+                                                 const float *xsum)
+{
+    st.gi = u0 * UT / group_tiles;
+    st.left = group_tiles - u0 * UT % group_tiles;
+    st.span_sum = xsum + u0 * UT / SPAN;
+#pragma unroll
+    for (int i = 0; i < 2 * NT; i++)
+        st.tot[i] = 0.0f;
+}
+
+// SwiGLU of a row's gate and up sums, each rounded to T as the unfused
+// products store them: silu(gate) * up into y[row].
+template <typename T>
+__device__ __forceinline__ void qmma_swiglu_store(T *y, int row, float gate, float up)
+{
+    gate = orin_cu_f32(orin_cu_from_f32<T>(gate));
+    up = orin_cu_f32(orin_cu_from_f32<T>(up));
+    y[row] = orin_cu_from_f32<T>(gate / (1.0f + expf(-gate)) * up);
+}
+
 // FULL: every warp's units are whole batches (the host's pick, from
 // qmma_warp_share), so that the main loop tests no unit against the end.
 // NT: n-tiles a block takes of each matrix (2 where the grid would otherwise
@@ -336,9 +367,7 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
         load_units<B, NT>(nxt, q, u0 + BU, u1, tile_stride);
 
     qmma_lanes<NT> st = {};
-    st.gi = u0 * UT / p.group_tiles;
-    st.left = p.group_tiles - u0 * UT % p.group_tiles;
-    st.span_sum = staging.xsum + u0 * UT / SPAN;
+    qmma_lanes_start<NT, UT, SPAN>(st, u0, p.group_tiles, staging.xsum);
     // batch u in cur while the next is in flight, then the other way round:
     // no register moves between the two buffers
     auto batch = [&](const uint4(&raw)[B], int u) {
@@ -391,9 +420,7 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
     }
     const int row = 16 * j + threadIdx.x;
     if (MODE == QMMA_SWIGLU) {
-        const float gate = orin_cu_f32(orin_cu_from_f32<T>(sum[0])); // rounded as stored
-        const float up = orin_cu_f32(orin_cu_from_f32<T>(sum[MATS - 1]));
-        ((T *)p.m[0].y)[row] = orin_cu_from_f32<T>(gate / (1.0f + expf(-gate)) * up);
+        qmma_swiglu_store((T *)p.m[0].y, row, sum[0], sum[MATS - 1]);
         return;
     }
     if (mat.bias)
@@ -519,10 +546,7 @@ __global__ void __launch_bounds__(32 * QMMA_WARPS_WIDE, QMMA_WIDE_MIN_BLOCKS)
     qmma_lane st = {};
     int f = 0; // batches summed: even ones from cur, odd from nxt
     for (int ti = 0; ti < my_tiles; ti++) {
-        st.gi = u0 * UT / p.group_tiles;
-        st.left = p.group_tiles - u0 * UT % p.group_tiles;
-        st.span_sum = staging.xsum + u0 * UT / SPAN;
-        st.tot[0] = st.tot[1] = 0.0f;
+        qmma_lanes_start<1, UT, SPAN>(st, u0, p.group_tiles, staging.xsum);
         for (int b = 0; b < nb; b++, f++) {
             if (f & 1) {
                 qmma_batch<T, FMT, SPAN, B, true>(nxt, u0 + b * B, u1, xs, my_groups, g, t,
@@ -547,10 +571,7 @@ __global__ void __launch_bounds__(32 * QMMA_WARPS_WIDE, QMMA_WIDE_MIN_BLOCKS)
                 gate += red[wp][threadIdx.x];
                 up += red[TEAM + wp][threadIdx.x];
             }
-            gate = orin_cu_f32(orin_cu_from_f32<T>(gate)); // rounded as stored
-            up = orin_cu_f32(orin_cu_from_f32<T>(up));
-            const int row = 16 * (j0 + ti * G) + threadIdx.x;
-            ((T *)p.m[0].y)[row] = orin_cu_from_f32<T>(gate / (1.0f + expf(-gate)) * up);
+            qmma_swiglu_store((T *)p.m[0].y, 16 * (j0 + ti * G) + threadIdx.x, gate, up);
         }
         if (ti + 1 < my_tiles) {
             make_groups(ti + 1);
@@ -582,8 +603,8 @@ bool qmma_loop_fits(const qmma_params &p, unsigned blocks, int sms, size_t smem)
     for (int m = 0; m < 2; m++)
         aligned = aligned && (uintptr_t)p.m[m].s % 16 == 0 &&
                   (FMT != FMT_AWQ4 || (uintptr_t)p.m[m].z % 16 == 0);
-    return (int)blocks > QMMA_WIDE_MIN_BLOCKS * sms && p.group_tiles % 8 == 0 && per % B == 0 &&
-           p.units % per % B == 0 && p.groups % 2 == 0 && aligned &&
+    return (int)blocks > QMMA_WIDE_MIN_BLOCKS * sms && p.group_tiles % 8 == 0 &&
+           qmma_whole_batches(p.units, per, B) && p.groups % 2 == 0 && aligned &&
            smem + qmma_loop_raw_bytes(p.groups) <= QMMA_SMEM_MAX;
 }
 #endif
@@ -632,6 +653,9 @@ int allow_smem(const char *label, bool norm)
         qmma_kernel<T, FMT, 8, QMMA_WARPS_WIDE, MODE, 2, true>(norm),
         qmma_kernel<T, FMT, 8, QMMA_WARPS_NARROW, MODE, 1, true>(norm),
         qmma_pair_kernel<T, FMT, MODE>(norm),
+#if QMMA_SWIGLU_LOOP
+        norm ? qmma_swiglu_loop_kernel<T, FMT, true> : qmma_swiglu_loop_kernel<T, FMT, false>,
+#endif
     };
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
         if (orin_cu_call(label, "shared memory of the quantized GEMV",
@@ -639,17 +663,6 @@ int allow_smem(const char *label, bool norm)
                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
                                               (int)QMMA_SMEM_MAX)) != 0)
             return -1;
-#if QMMA_SWIGLU_LOOP
-    if constexpr (MODE == QMMA_SWIGLU) {
-        const qmma_kernel_fn loop = norm ? qmma_swiglu_loop_kernel<T, FMT, true>
-                                         : qmma_swiglu_loop_kernel<T, FMT, false>;
-        if (orin_cu_call(label, "shared memory of the quantized GEMV",
-                         cudaFuncSetAttribute((const void *)loop,
-                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              (int)QMMA_SMEM_MAX)) != 0)
-            return -1;
-    }
-#endif
     return 0;
 }
 
@@ -667,7 +680,7 @@ void launch_qmma_warps(const orin_exec *ex, const qmma_params &p, unsigned block
     constexpr int UT = tiles_of<FMT>::UNIT_TILES, B = qmma_batch_units<FMT>(DEPTH);
     constexpr int TEAM = WARPS / qmma_mats(MODE);
     const int per = qmma_warp_share(p.units, TEAM, 8 / UT);
-    const bool full = QMMA_FULL && per % B == 0 && p.units % per % B == 0;
+    const bool full = QMMA_FULL && qmma_whole_batches(p.units, per, B);
     const bool norm = p.norm_weight != NULL;
     orin_cu_launch(ex, true,
                    p.group_tiles % 8 == 0
