@@ -428,6 +428,8 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
     ((T *)mat.y)[row] = orin_cu_from_f32<T>(sum[0]);
 }
 
+typedef void (*qmma_kernel_fn)(qmma_params);
+
 #if QMMA_SWIGLU_LOOP
 // gate/up where a block an n-tile would take several waves (Qwen3-14B's 1,088
 // n-tiles: 2.75 waves of 396 blocks on 132 SMs; Qwen2.5-7B's 1,184: 2.99),
@@ -439,12 +441,14 @@ __global__ void __launch_bounds__(32 * WARPS, DEPTH == 2                  ? 2
 // are in `red`, then threads 0-15 write the tile's SwiGLU while every thread
 // turns the next tile's group data (cp.async'd during the tile, raw) into
 // entries; (B) the entries are ready and `red` is free. Taken (the host's
-// pick) with groups of whole spans of 8 k-tiles, every warp's units whole
-// batches, and the group data 16-byte aligned. What the waves cost the
+// pick) with groups of whole spans of 8 k-tiles and the group data 16-byte
+// aligned; FULL where every warp's units are whole batches (else a warp's
+// last batch of a tile is partial, tested against the end as the unlooped
+// kernel's are). What the waves cost the
 // unlooped kernel: bench/notes/quant.md, twentieth session (gate/up 7-8 us a
 // layer over its bytes against 3 for one wave). QMMA_SWIGLU_LOOP: 1 builds
 // and takes it; not yet run on a GPU.
-template <typename T, int FMT, bool NORM>
+template <typename T, int FMT, bool NORM, bool FULL>
 __global__ void __launch_bounds__(32 * QMMA_WARPS_WIDE, QMMA_WIDE_MIN_BLOCKS)
     qmma_swiglu_loop_kernel(qmma_params p)
 {
@@ -465,7 +469,7 @@ __global__ void __launch_bounds__(32 * QMMA_WARPS_WIDE, QMMA_WIDE_MIN_BLOCKS)
     const qmma_matrix mat = qmma_pick(p, mine);
     const int per = qmma_warp_share(p.units, TEAM, SPAN / UT);
     const int u0 = min(p.units, warp % TEAM * per), u1 = min(p.units, u0 + per);
-    const int nb = (u1 - u0) / B; // whole batches
+    const int nb = (u1 - u0 + (FULL ? 0 : B - 1)) / B; // batches a tile
     const size_t tile_stride = (size_t)p.units * 32;
     const int k = p.units * tiles_of<FMT>::UNIT_K, ng = p.groups * 8;
     uint4 *xs = smem;
@@ -549,11 +553,11 @@ __global__ void __launch_bounds__(32 * QMMA_WARPS_WIDE, QMMA_WIDE_MIN_BLOCKS)
         qmma_lanes_start<1, UT, SPAN>(st, u0, p.group_tiles, staging.xsum);
         for (int b = 0; b < nb; b++, f++) {
             if (f & 1) {
-                qmma_batch<T, FMT, SPAN, B, true>(nxt, u0 + b * B, u1, xs, my_groups, g, t,
+                qmma_batch<T, FMT, SPAN, B, FULL>(nxt, u0 + b * B, u1, xs, my_groups, g, t,
                                                   p.group_tiles, st);
                 load_next(nxt);
             } else {
-                qmma_batch<T, FMT, SPAN, B, true>(cur, u0 + b * B, u1, xs, my_groups, g, t,
+                qmma_batch<T, FMT, SPAN, B, FULL>(cur, u0 + b * B, u1, xs, my_groups, g, t,
                                                   p.group_tiles, st);
                 load_next(cur);
             }
@@ -590,22 +594,28 @@ __host__ __forceinline__ size_t qmma_loop_raw_bytes(int groups)
 }
 
 // Whether a gate/up call of `blocks` n-tiles takes the loop kernel: more
-// n-tiles than one wave of blocks, spans of 8 k-tiles, every warp's units
-// whole batches, the group data's rows whole 16-byte copies from 16-byte
-// aligned tensors, and the shared memory within QMMA_SMEM_MAX.
+// n-tiles than one wave of blocks, spans of 8 k-tiles, the group data's rows
+// whole 16-byte copies from 16-byte aligned tensors, and the shared memory
+// within QMMA_SMEM_MAX.
 template <int FMT>
 bool qmma_loop_fits(const qmma_params &p, unsigned blocks, int sms, size_t smem)
 {
-    constexpr int UT = tiles_of<FMT>::UNIT_TILES, B = qmma_batch_units<FMT>(1);
-    constexpr int TEAM = QMMA_WARPS_WIDE / 2;
-    const int per = qmma_warp_share(p.units, TEAM, 8 / UT);
     bool aligned = true;
     for (int m = 0; m < 2; m++)
         aligned = aligned && (uintptr_t)p.m[m].s % 16 == 0 &&
                   (FMT != FMT_AWQ4 || (uintptr_t)p.m[m].z % 16 == 0);
     return (int)blocks > QMMA_WIDE_MIN_BLOCKS * sms && p.group_tiles % 8 == 0 &&
-           qmma_whole_batches(p.units, per, B) && p.groups % 2 == 0 && aligned &&
+           p.groups % 2 == 0 && aligned &&
            smem + qmma_loop_raw_bytes(p.groups) <= QMMA_SMEM_MAX;
+}
+
+// The loop kernel for a call's norm and whole batches (FULL).
+template <typename T, int FMT> qmma_kernel_fn qmma_loop_kernel(bool norm, bool full)
+{
+    return norm ? (full ? qmma_swiglu_loop_kernel<T, FMT, true, true>
+                        : qmma_swiglu_loop_kernel<T, FMT, true, false>)
+                : (full ? qmma_swiglu_loop_kernel<T, FMT, false, true>
+                        : qmma_swiglu_loop_kernel<T, FMT, false, false>);
 }
 #endif
 
@@ -617,8 +627,6 @@ template <int FMT> constexpr int qmma_pair_span()
 {
     return qmma_batch_units<FMT>(1) / 2 * tiles_of<FMT>::UNIT_TILES;
 }
-
-typedef void (*qmma_kernel_fn)(qmma_params);
 
 // The kernel for a call's norm (qmma_gemv_kernel's NORM): both are built.
 template <typename T, int FMT, int SPAN, int WARPS, int MODE, int DEPTH = 1, bool FULL = false,
@@ -654,7 +662,8 @@ int allow_smem(const char *label, bool norm)
         qmma_kernel<T, FMT, 8, QMMA_WARPS_NARROW, MODE, 1, true>(norm),
         qmma_pair_kernel<T, FMT, MODE>(norm),
 #if QMMA_SWIGLU_LOOP
-        norm ? qmma_swiglu_loop_kernel<T, FMT, true> : qmma_swiglu_loop_kernel<T, FMT, false>,
+        qmma_loop_kernel<T, FMT>(norm, false),
+        qmma_loop_kernel<T, FMT>(norm, true),
 #endif
     };
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
@@ -703,12 +712,16 @@ void launch_qmma_gemv(const orin_exec *ex, const qmma_params &p, unsigned blocks
                               dim3(blocks), dim3(32 * QMMA_WARPS_WIDE), smem, p);
 #if QMMA_SWIGLU_LOOP
     if constexpr (MODE == QMMA_SWIGLU)
-        if (qmma_loop_fits<FMT>(p, blocks, sms, smem))
-            return orin_cu_launch(ex, true,
-                                  p.norm_weight ? qmma_swiglu_loop_kernel<T, FMT, true>
-                                                : qmma_swiglu_loop_kernel<T, FMT, false>,
-                                  dim3(QMMA_WIDE_MIN_BLOCKS * sms), dim3(32 * QMMA_WARPS_WIDE),
-                                  smem + qmma_loop_raw_bytes(p.groups), p);
+        if (qmma_loop_fits<FMT>(p, blocks, sms, smem)) {
+            constexpr int B = qmma_batch_units<FMT>(1);
+            const int per = qmma_warp_share(p.units, TEAM, 8 / tiles_of<FMT>::UNIT_TILES);
+            return orin_cu_launch(
+                ex, true,
+                qmma_loop_kernel<T, FMT>(p.norm_weight != NULL,
+                                         qmma_whole_batches(p.units, per, B)),
+                dim3(QMMA_WIDE_MIN_BLOCKS * sms), dim3(32 * QMMA_WARPS_WIDE),
+                smem + qmma_loop_raw_bytes(p.groups), p);
+        }
 #endif
     if ((int)blocks < QMMA_NARROW_BELOW * sms)
         launch_qmma_warps<T, FMT, MODE, QMMA_WARPS_NARROW>(ex, p, blocks, smem);

@@ -590,8 +590,10 @@ static void test_fused(orin_weight_format fmt, orin_dtype dt)
          * gate/up then takes them in pairs where their count is even (400)
          * and pairs fit one wave, one a block where it is odd (397); at
          * 1,024 inputs every warp's units are whole batches in both formats
-         * (the kernels without end tests, and QMMA_SWIGLU_LOOP's) */
+         * (the kernels without end tests, and QMMA_SWIGLU_LOOP's); at 1,536
+         * AWQ's warps end in a half batch (QMMA_SWIGLU_LOOP's end tests) */
         {1, 512, 6400, 128},   {1, 256, 6352, 128}, {1, 1024, 6352, 128},
+        {1, 1536, 6352, 128},
     };
     for (size_t i = 0; i < sizeof qkv / sizeof qkv[0]; i++) {
         if (qkv[i].in >= 2048 && ops_test_quick())
@@ -619,6 +621,7 @@ static void test_fused(orin_weight_format fmt, orin_dtype dt)
     swiglu_quant_norm_case(fmt, dt, 1, 256, 12000, 128, true);
     swiglu_quant_norm_case(fmt, dt, 1, 256, 13600, 128, true);
     swiglu_quant_norm_case(fmt, dt, 1, 1024, 13600, 128, true);
+    swiglu_quant_norm_case(fmt, dt, 1, 1536, 13600, 128, true);
 }
 
 /* ---- bad calls ---- */
