@@ -99,10 +99,12 @@ enum { QMMA_KO_WAIT = 1, QMMA_KO_STAGE = 2, QMMA_KO_COMPUTE = 4, QMMA_KO_EPILOGU
 #define QMMA_KNOCKOUT 0
 #endif
 // gate/up as one wave of blocks that each take several n-tiles in turn where a
-// block an n-tile would take several waves (qmma_swiglu_loop_kernel; 0: not
-// built).
+// block an n-tile would take several waves (qmma_swiglu_loop_kernel): bit 0
+// AWQ, bit 1 int8 (0: not built). H200, ms a step at 512 (bench/notes/quant.md,
+// twenty-first session): AWQ Qwen3-14B 3.159 -> 3.102, Qwen2.5-7B 1.797 ->
+// 1.777; int8 Qwen3-14B 4.455 -> 4.476, so AWQ's only.
 #ifndef QMMA_SWIGLU_LOOP
-#define QMMA_SWIGLU_LOOP 0
+#define QMMA_SWIGLU_LOOP 1
 #endif
 // Batches of weight loads a warp issues before the PDL wait (0-2); the rest
 // go out once x is staged. x's loads, issued after the wait, queue behind
@@ -444,10 +446,9 @@ typedef void (*qmma_kernel_fn)(qmma_params);
 // pick) with groups of whole spans of 8 k-tiles and the group data 16-byte
 // aligned; FULL where every warp's units are whole batches (else a warp's
 // last batch of a tile is partial, tested against the end as the unlooped
-// kernel's are). What the waves cost the
-// unlooped kernel: bench/notes/quant.md, twentieth session (gate/up 7-8 us a
-// layer over its bytes against 3 for one wave). QMMA_SWIGLU_LOOP: 1 builds
-// and takes it; not yet run on a GPU.
+// kernel's are). What the waves cost the unlooped kernel: bench/notes/quant.md,
+// twentieth session (gate/up 7-8 us a layer over its bytes against 3 for one
+// wave); what the loop buys, twenty-first (~1.4 us a layer on Qwen3-14B).
 template <typename T, int FMT, bool NORM, bool FULL>
 __global__ void __launch_bounds__(32 * QMMA_WARPS_WIDE, QMMA_WIDE_MIN_BLOCKS)
     qmma_swiglu_loop_kernel(qmma_params p)
@@ -586,6 +587,8 @@ __global__ void __launch_bounds__(32 * QMMA_WARPS_WIDE, QMMA_WIDE_MIN_BLOCKS)
     }
 }
 
+#endif
+
 // The raw group data's shared memory the loop kernel adds to the GEMV's (and
 // 16 bytes to align it).
 __host__ __forceinline__ size_t qmma_loop_raw_bytes(int groups)
@@ -609,15 +612,26 @@ bool qmma_loop_fits(const qmma_params &p, unsigned blocks, int sms, size_t smem)
            smem + qmma_loop_raw_bytes(p.groups) <= QMMA_SMEM_MAX;
 }
 
-// The loop kernel for a call's norm and whole batches (FULL).
+// Whether format FMT's gate/up may take the loop kernel (QMMA_SWIGLU_LOOP's
+// bit for it).
+template <int FMT> constexpr bool qmma_loops()
+{
+    return (QMMA_SWIGLU_LOOP >> (FMT == FMT_AWQ4 ? 0 : 1)) & 1;
+}
+
+// The loop kernel for a call's norm and whole batches (FULL); NULL where the
+// format takes none.
 template <typename T, int FMT> qmma_kernel_fn qmma_loop_kernel(bool norm, bool full)
 {
-    return norm ? (full ? qmma_swiglu_loop_kernel<T, FMT, true, true>
-                        : qmma_swiglu_loop_kernel<T, FMT, true, false>)
-                : (full ? qmma_swiglu_loop_kernel<T, FMT, false, true>
-                        : qmma_swiglu_loop_kernel<T, FMT, false, false>);
-}
+#if QMMA_SWIGLU_LOOP
+    if constexpr (qmma_loops<FMT>())
+        return norm ? (full ? qmma_swiglu_loop_kernel<T, FMT, true, true>
+                            : qmma_swiglu_loop_kernel<T, FMT, true, false>)
+                    : (full ? qmma_swiglu_loop_kernel<T, FMT, false, true>
+                            : qmma_swiglu_loop_kernel<T, FMT, false, false>);
 #endif
+    return NULL;
+}
 
 // ---- choosing and launching the kernel ----------------------------------------------
 
@@ -661,13 +675,11 @@ int allow_smem(const char *label, bool norm)
         qmma_kernel<T, FMT, 8, QMMA_WARPS_WIDE, MODE, 2, true>(norm),
         qmma_kernel<T, FMT, 8, QMMA_WARPS_NARROW, MODE, 1, true>(norm),
         qmma_pair_kernel<T, FMT, MODE>(norm),
-#if QMMA_SWIGLU_LOOP
         qmma_loop_kernel<T, FMT>(norm, false),
         qmma_loop_kernel<T, FMT>(norm, true),
-#endif
     };
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
-        if (orin_cu_call(label, "shared memory of the quantized GEMV",
+        if (kernels[i] && orin_cu_call(label, "shared memory of the quantized GEMV",
                          cudaFuncSetAttribute((const void *)kernels[i],
                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
                                               (int)QMMA_SMEM_MAX)) != 0)
@@ -710,8 +722,7 @@ void launch_qmma_gemv(const orin_exec *ex, const qmma_params &p, unsigned blocks
     if (nt == 2)
         return orin_cu_launch(ex, true, qmma_pair_kernel<T, FMT, MODE>(p.norm_weight != NULL),
                               dim3(blocks), dim3(32 * QMMA_WARPS_WIDE), smem, p);
-#if QMMA_SWIGLU_LOOP
-    if constexpr (MODE == QMMA_SWIGLU)
+    if constexpr (MODE == QMMA_SWIGLU && qmma_loops<FMT>())
         if (qmma_loop_fits<FMT>(p, blocks, sms, smem)) {
             constexpr int B = qmma_batch_units<FMT>(1);
             const int per = qmma_warp_share(p.units, TEAM, 8 / tiles_of<FMT>::UNIT_TILES);
@@ -722,7 +733,6 @@ void launch_qmma_gemv(const orin_exec *ex, const qmma_params &p, unsigned blocks
                 dim3(QMMA_WIDE_MIN_BLOCKS * sms), dim3(32 * QMMA_WARPS_WIDE),
                 smem + qmma_loop_raw_bytes(p.groups), p);
         }
-#endif
     if ((int)blocks < QMMA_NARROW_BELOW * sms)
         launch_qmma_warps<T, FMT, MODE, QMMA_WARPS_NARROW>(ex, p, blocks, smem);
     else if ((int)blocks <= QMMA_DEEP_UPTO * sms && warp_units >= QMMA_DEEP_BATCHES * DEEP_B)
