@@ -86,7 +86,7 @@ if [ $sanitize = 1 ]; then
       echo $? >"$out/san-$name-$tool.rc" ) &
   done
   # fa2's prefill kernels: with --kernel-name, racecheck stops on this suite
-  # (and on test_ops_fused) with "Internal Sanitizer Error: failed to handle a
+  # (and on test_ops_fused and test_ops_quant) with "Internal Sanitizer Error: failed to handle a
   # hardware exception" (bench/notes/fa2-prefill.md), so they run unfiltered:
   # the prefill cases alone (ORIN_TEST_ONLY: the suite's other parts are then
   # skipped), a process per dtype and one for the 1-row cases.
