@@ -588,12 +588,14 @@ static void test_fused(orin_weight_format fmt, orin_dtype dt)
         {1, 1040, 64, 16},     {3, 256, 160, 32},  {1, 256, 4800, 32},
         /* more n-tiles than 3 8-warp blocks an SM of a 132-SM GPU hold:
          * gate/up then takes them in pairs where their count is even (400)
-         * and pairs fit one wave, one a block where it is odd (397); at
-         * 1,024 inputs every warp's units are whole batches in both formats
-         * (the kernels without end tests, and QMMA_SWIGLU_LOOP's); at 1,536
-         * AWQ's warps end in a half batch (QMMA_SWIGLU_LOOP's end tests) */
+         * and pairs fit one wave; where it is odd (397), AWQ in one wave of
+         * blocks that loop over them (QMMA_SWIGLU_LOOP) and int8 one a
+         * block. At 1,024 inputs every warp's units are whole batches in
+         * both formats (the kernels without end tests); at 1,536 AWQ's warps
+         * end in a half batch (the loop's end tests); at 384 the groups are
+         * odd, which the loop does not take */
         {1, 512, 6400, 128},   {1, 256, 6352, 128}, {1, 1024, 6352, 128},
-        {1, 1536, 6352, 128},
+        {1, 1536, 6352, 128},  {1, 384, 6352, 128},
     };
     for (size_t i = 0; i < sizeof qkv / sizeof qkv[0]; i++) {
         if (qkv[i].in >= 2048 && ops_test_quick())
