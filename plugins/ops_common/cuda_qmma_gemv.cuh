@@ -223,6 +223,14 @@ __host__ __device__ __forceinline__ bool qmma_whole_batches(int units, int per, 
     return per % b == 0 && units % per % b == 0;
 }
 
+// Whether TEAM warps a matrix, each taking its share of spans of 8 k-tiles,
+// all stream whole batches of DEPTH (the host's pick of the FULL kernels).
+template <int FMT, int TEAM, int DEPTH = 1> bool qmma_full_batches(int units)
+{
+    const int per = qmma_warp_share(units, TEAM, 8 / tiles_of<FMT>::UNIT_TILES);
+    return qmma_whole_batches(units, per, qmma_batch_units<FMT>(DEPTH));
+}
+
 // A lane's state at its warp's first unit u0: the group it begins in, that
 // group's k-tiles left, its first span's sum of x, no totals yet.
 template <int NT, int UT, int SPAN>
@@ -698,10 +706,9 @@ template <typename T, int FMT, int MODE, int WARPS, int DEPTH = 1>
 void launch_qmma_warps(const orin_exec *ex, const qmma_params &p, unsigned blocks,
                               size_t smem)
 {
-    constexpr int UT = tiles_of<FMT>::UNIT_TILES, B = qmma_batch_units<FMT>(DEPTH);
+    constexpr int UT = tiles_of<FMT>::UNIT_TILES;
     constexpr int TEAM = WARPS / qmma_mats(MODE);
-    const int per = qmma_warp_share(p.units, TEAM, 8 / UT);
-    const bool full = QMMA_FULL && qmma_whole_batches(p.units, per, B);
+    const bool full = QMMA_FULL && qmma_full_batches<FMT, TEAM, DEPTH>(p.units);
     const bool norm = p.norm_weight != NULL;
     orin_cu_launch(ex, true,
                    p.group_tiles % 8 == 0
@@ -723,16 +730,13 @@ void launch_qmma_gemv(const orin_exec *ex, const qmma_params &p, unsigned blocks
         return orin_cu_launch(ex, true, qmma_pair_kernel<T, FMT, MODE>(p.norm_weight != NULL),
                               dim3(blocks), dim3(32 * QMMA_WARPS_WIDE), smem, p);
     if constexpr (MODE == QMMA_SWIGLU && qmma_loops<FMT>())
-        if (qmma_loop_fits<FMT>(p, blocks, sms, smem)) {
-            constexpr int B = qmma_batch_units<FMT>(1);
-            const int per = qmma_warp_share(p.units, TEAM, 8 / tiles_of<FMT>::UNIT_TILES);
+        if (qmma_loop_fits<FMT>(p, blocks, sms, smem))
             return orin_cu_launch(
                 ex, true,
                 qmma_loop_kernel<T, FMT>(p.norm_weight != NULL,
-                                         qmma_whole_batches(p.units, per, B)),
+                                         qmma_full_batches<FMT, TEAM>(p.units)),
                 dim3(QMMA_WIDE_MIN_BLOCKS * sms), dim3(32 * QMMA_WARPS_WIDE),
                 smem + qmma_loop_raw_bytes(p.groups), p);
-        }
     if ((int)blocks < QMMA_NARROW_BELOW * sms)
         launch_qmma_warps<T, FMT, MODE, QMMA_WARPS_NARROW>(ex, p, blocks, smem);
     else if ((int)blocks <= QMMA_DEEP_UPTO * sms && warp_units >= QMMA_DEEP_BATCHES * DEEP_B)

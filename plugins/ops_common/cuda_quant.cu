@@ -516,8 +516,8 @@ static int qmma_pair_tiles(const orin_exec *ex, const quant_call *c, qmma_mode m
         return 1;
     if (!awq && ex->device->mem_bandwidth_gbs < QMMA_PAIR_INT8_GBS_PER_SM * sms)
         return 1;
-    const int per = qmma_warp_share(units, QMMA_WARPS_WIDE / mats, bu); // whole batches
-    if (units % per % bu != 0)
+    const int per = qmma_warp_share(units, QMMA_WARPS_WIDE / mats, bu);
+    if (!qmma_whole_batches(units, per, bu))
         return 1;
     return qmma_smem_bytes(c->in, groups, mats * 2, norm) <= QMMA_SMEM_MAX ? 2 : 1;
 }
