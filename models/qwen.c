@@ -485,6 +485,7 @@ void orin_model_free(orin_model *m)
     orin_graph_free(m->prefill);
     orin_vision_free(m->vision);
     free(m->host_rope_pos);
+    free(m->rope_inv_freq);
     orin_kv_cache_free(m->kv);
     if (m->workspace)
         m->dev->ops->free(m->dev, m->workspace);
@@ -500,18 +501,28 @@ void orin_model_free(orin_model *m)
     free(m);
 }
 
+/* The positions the model is made for: max_position_embeddings, or with yarn
+ * factor x original_max_position_embeddings where that is more (Qwen3's cards:
+ * 4 x 32,768 = 131,072 over a config.json that says 40,960). */
+static int32_t model_positions(const orin_model_config *c)
+{
+    double n = c->max_position_embeddings;
+    if (c->rope.type == ORIN_ROPE_YARN && c->rope.factor * c->rope.original_max_pos > n)
+        n = c->rope.factor * c->rope.original_max_pos;
+    return n < INT32_MAX ? (int32_t)n : INT32_MAX;
+}
+
 static int32_t choose_context(const orin_model_options *opt, const orin_model_config *c)
 {
-    int32_t ctx = opt->max_context;
+    int32_t ctx = opt->max_context, positions = model_positions(c);
     if (ctx == 0)
-        return c->max_position_embeddings;
+        return positions;
     if (ctx < 0)
-        return c->max_position_embeddings < ORIN_DEFAULT_CONTEXT ? c->max_position_embeddings
-                                                                 : ORIN_DEFAULT_CONTEXT;
-    if (ctx > c->max_position_embeddings)
+        return positions < ORIN_DEFAULT_CONTEXT ? positions : ORIN_DEFAULT_CONTEXT;
+    if (ctx > positions)
         orin_log(ORIN_LOG_WARN,
-                 "runtime.max_context %d exceeds the model's max_position_embeddings %d",
-                 ctx, c->max_position_embeddings);
+                 "runtime.max_context %d exceeds the model's %d positions "
+                 "(max_position_embeddings, or yarn's factor x original)", ctx, positions);
     return ctx;
 }
 
@@ -554,6 +565,22 @@ static int load_vision(orin_model *m, const orin_model_options *opt)
     return 0;
 }
 
+/* The scaled RoPE frequencies the rope calls point at, where config.json's
+ * rope type scales them (linear, yarn); plain RoPE leaves the calls' scaling
+ * zeroed, so the ops compute theta's frequencies themselves. */
+static int init_rope_scaling(orin_model *m)
+{
+    if (m->cfg.rope.type == ORIN_ROPE_DEFAULT)
+        return 0;
+    m->rope_inv_freq = malloc((size_t)(m->cfg.head_dim / 2) * sizeof(float));
+    if (!m->rope_inv_freq)
+        return orin_error_set("out of memory for the rope frequencies");
+    float factor;
+    orin_rope_scaling_inv_freq(&m->cfg, m->rope_inv_freq, &factor);
+    m->rope_scaling = (orin_rope_scaling){.inv_freq = m->rope_inv_freq, .attention_factor = factor};
+    return 0;
+}
+
 int orin_model_load(const orin_model_options *opt, orin_model **out)
 {
     *out = NULL;
@@ -568,6 +595,8 @@ int orin_model_load(const orin_model_options *opt, orin_model **out)
     if (orin_model_config_load(opt->path, &m->cfg) != 0 || choose_quant(m, opt) != 0)
         goto fail;
     m->prefix = m->cfg.vl.is_vl ? "model.language_model." : "model.";
+    if (init_rope_scaling(m) != 0)
+        goto fail;
     m->context = choose_context(opt, &m->cfg);
     m->layers = calloc((size_t)m->cfg.num_hidden_layers, sizeof *m->layers);
     if (!m->layers) {

@@ -207,8 +207,10 @@ static void add_rope(orin_model *m, graph_builder *b, orin_tensor q, orin_tensor
         return;
     }
     const float theta = (float)m->cfg.rope_theta;
-    orin_rope_args rq = {.x = q, .positions = rope_pos, .theta = theta};
-    orin_rope_args rk = {.x = k, .positions = rope_pos, .theta = theta};
+    orin_rope_args rq = {.x = q, .positions = rope_pos, .theta = theta,
+                         .scaling = m->rope_scaling};
+    orin_rope_args rk = {.x = k, .positions = rope_pos, .theta = theta,
+                         .scaling = m->rope_scaling};
     ADD_NODE(b, m->op.rope, rq, "rope q", 2, &rq.x, &rq.x);
     ADD_NODE(b, m->op.rope, rk, "rope k", 2, &rk.x, &rk.x);
 }
@@ -224,7 +226,8 @@ static void add_rope_cache(orin_model *m, graph_builder *b, const qwen_layer *L,
         orin_rope_kv_write_args a = {.q = q, .k = k, .v = v, .positions = pos,
                                      .rope_positions = rope_pos,
                                      .eps = (float)c->rms_norm_eps,
-                                     .theta = (float)c->rope_theta, .cache = *cache};
+                                     .theta = (float)c->rope_theta,
+                                     .scaling = m->rope_scaling, .cache = *cache};
         if (c->qk_norm) {
             a.q_norm = L->q_norm;
             a.k_norm = L->k_norm;

@@ -149,6 +149,11 @@ struct orin_model {
     orin_dtype dtype;
     int32_t context;
 
+    /* RoPE's scaled frequencies (config.json's rope_scaling linear or yarn),
+     * which every rope call of the graphs points at; zeroed: plain RoPE. */
+    orin_rope_scaling rope_scaling;
+    float *rope_inv_freq;                 /* [head_dim/2], what rope_scaling points at */
+
     orin_tensor embed, final_norm;
     qwen_linear lm_head;                  /* FLOAT and tied: the embedding table */
     qwen_layer *layers;

@@ -337,7 +337,8 @@ def float64_math():
     eager attention softmax (dtype=float32) and RoPE (inv_freq, angles, cos
     and sin in float32). Inside this context those three compute in
     max(float32, input dtype); the arithmetic is otherwise the same code, so
-    float32 models are unchanged (checked bit for bit in main()).
+    float32 models are unchanged (checked bit for bit in main()). A scaled
+    RoPE (linear, yarn) keeps its float32 frequencies, upcast.
     """
     saved = []
 
@@ -362,6 +363,10 @@ def float64_math():
             base = cfg.rope_parameters["rope_theta"]
             dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
             inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+            if self.rope_type != "default":
+                # scaled (gen_rope_scaling_refs.py): the module's own float32
+                # frequencies are the definition; only the angles go float64
+                inv_freq = self.inv_freq.to(torch.float64)
             freqs = position_ids[..., None].to(torch.float64) * inv_freq
             emb = torch.cat((freqs, freqs), dim=-1)
             return emb.cos() * self.attention_scaling, emb.sin() * self.attention_scaling
@@ -541,9 +546,14 @@ def float64_rope_angles():
             base = cfg.rope_parameters["rope_theta"]
             dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
             inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+            if self.rope_type != "default":
+                # scaled (gen_rope_scaling_refs.py): the module's own float32
+                # frequencies are the definition; only the angles go float64
+                inv_freq = self.inv_freq.to(torch.float64)
             emb = position_ids[..., None].to(torch.float64) * inv_freq
             emb = torch.cat((emb, emb), dim=-1)
-            return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+            return ((emb.cos() * self.attention_scaling).to(x.dtype),
+                    (emb.sin() * self.attention_scaling).to(x.dtype))
         rope.forward = rope_forward
     try:
         yield

@@ -142,14 +142,20 @@ int cpu_rope(const orin_exec *ex, const orin_rope_args *a, orin_dtype dt)
     if (!buf)
         return orin_error_set("%s: out of memory", label);
     float *inv_freq = buf, *cos_t = buf + half, *sin_t = buf + 2 * half, *row = buf + 3 * half;
-    rope_inv_freq(inv_freq, half, hd, a->theta);
+    float factor = 1.0f; /* times 1 leaves cos and sin as they are, bit for bit */
+    if (a->scaling.inv_freq) {
+        memcpy(inv_freq, a->scaling.inv_freq, (size_t)half * sizeof(float));
+        factor = a->scaling.attention_factor;
+    } else {
+        rope_inv_freq(inv_freq, half, hd, a->theta);
+    }
 
     const int32_t *pos = a->positions.data;
     for (int64_t i = 0; i < n; i++) {
         for (int64_t j = 0; j < half; j++) {
             float angle = (float)pos[i] * inv_freq[j];
-            cos_t[j] = (float)cos((double)angle);
-            sin_t[j] = (float)sin((double)angle);
+            cos_t[j] = (float)cos((double)angle) * factor;
+            sin_t[j] = (float)sin((double)angle) * factor;
         }
         cpu_rope_token(&a->x, dt, i, cos_t, sin_t, row);
     }

@@ -299,7 +299,9 @@ extern "C" int cuda_rope(const orin_exec *ex, const orin_rope_args *a, orin_dtyp
                               (long long)heads, (long long)hd, ROPE_MAX_HEAD_DIM);
 
     rope_table table;
-    rope_table_fill(&table, (int)(hd / 2), (int)hd, a->theta);
+    if (!rope_table_fill(&table, (int)(hd / 2), (int)hd, a->theta, &a->scaling))
+        return orin_error_set("%s: x: head_dim %lld with a scaled rope (cuda scales head_dim "
+                              "up to %d)", label, (long long)hd, 2 * ROPE_TABLE);
     ORIN_CU_DISPATCH(dt, label, T, launch_rope<T>(ex, a, n, (int)heads, (int)(hd / 2), &table));
     return orin_cu_launched(label, dt, "x [%lld, %lld, %lld]", (long long)n, (long long)heads,
                             (long long)hd);

@@ -1364,11 +1364,15 @@ extern "C" int cuda_rope_kv_write(const orin_exec *ex, const orin_rope_kv_write_
                               (long long)hd);
     if (!isfinite(a->theta) || a->theta <= 0.0f || !isfinite(a->eps) || a->eps < 0.0f)
         return orin_error_set("%s: theta %g or eps %g out of range", label, a->theta, a->eps);
+    if (orin_check_rope_scaling(label, &a->scaling))
+        return -1;
     if (n > 65535)
         return orin_error_set("%s: %lld tokens in one call (at most 65535)", label, (long long)n);
     dim3 grid((unsigned)(heads + 2 * a->k.shape[1]), (unsigned)n);
     rope_table table;
-    rope_table_fill(&table, (int)(hd / 2), (int)hd, a->theta);
+    if (!rope_table_fill(&table, (int)(hd / 2), (int)hd, a->theta, &a->scaling))
+        return orin_error_set("%s: head_dim %lld with a scaled rope (cuda scales head_dim up "
+                              "to %d)", label, (long long)hd, 2 * ROPE_TABLE);
     ORIN_CU_DISPATCH(dt, label, T,
                      orin_cu_launch(ex, true, rope_kv_write_kernel<T>, grid,
                                     dim3((unsigned)((hd / 2 + 31) / 32 * 32)), 0, (T *)a->q.data, (T *)a->k.data,

@@ -6,27 +6,43 @@
 #define ORIN_OPS_COMMON_CUDA_ROPE_CUH
 
 #include "orin/cuda_util.cuh"
+#include "orin/ops.h"
 
 #include <math.h>
 
 // The inverse frequencies of the first ROPE_TABLE pairs travel in the kernel's
-// parameters (computed on the host with glibc's pow, as the CPU does); pairs
-// past them (head_dim > 512, which no Qwen has) are computed on the device.
+// parameters (computed on the host with glibc's pow, as the CPU does, or the
+// call's scaled ones), with the factor cos and sin are multiplied by (1: none);
+// pairs past them (head_dim > 512, which no Qwen has) are computed on the
+// device, unscaled only.
 #define ROPE_TABLE 256
 
 typedef struct rope_table {
     float inv_freq[ROPE_TABLE];
+    float factor;
 } rope_table;
 
 // cpu.c's rope_inv_freq, on the host: f32 exponent, pow in double rounded to
-// f32, then the f32 reciprocal.
-static inline void rope_table_fill(rope_table *t, int half, int hd, float theta)
+// f32, then the f32 reciprocal; or the call's scaling (orin_rope_scaling),
+// whose table must cover every pair: false where it cannot.
+static inline bool rope_table_fill(rope_table *t, int half, int hd, float theta,
+                                   const orin_rope_scaling *scaling)
 {
+    t->factor = 1.0f;
+    if (scaling->inv_freq) {
+        if (half > ROPE_TABLE)
+            return false;
+        for (int j = 0; j < half; j++)
+            t->inv_freq[j] = scaling->inv_freq[j];
+        t->factor = scaling->attention_factor;
+        return true;
+    }
     for (int j = 0; j < half && j < ROPE_TABLE; j++) {
         float exponent = (float)(2 * j) / (float)hd;
         float power = (float)pow((double)theta, (double)exponent);
         t->inv_freq[j] = 1.0f / power;
     }
+    return true;
 }
 
 // The same on the device, for pairs past the table: CUDA's double pow is
@@ -40,8 +56,10 @@ __device__ __forceinline__ float rope_inv_freq_at(int j, int hd, float theta)
 }
 
 // cos and sin of pair j's angle at `pos`: angle = (float)pos * inv_freq[j], an
-// f32 product; cos and sin of it in double, rounded to f32. A negative position
-// (device memory: the host cannot check it) gives NaN, so the row shows it.
+// f32 product; cos and sin of it in double, rounded to f32, then times the
+// table's factor (an f32 product, as transformers scales them; times 1 they
+// stay as they are). A negative position (device memory: the host cannot
+// check it) gives NaN, so the row shows it.
 __device__ __forceinline__ void rope_cos_sin(int32_t pos, int j, int hd, float theta,
                                              const rope_table &table, float *c, float *s)
 {
@@ -49,8 +67,8 @@ __device__ __forceinline__ void rope_cos_sin(int32_t pos, int j, int hd, float t
     float angle = __fmul_rn((float)pos, inv);
     double sd, cd;
     sincos((double)angle, &sd, &cd);
-    *c = pos >= 0 ? (float)cd : __int_as_float(0x7fc00000);
-    *s = pos >= 0 ? (float)sd : __int_as_float(0x7fc00000);
+    *c = pos >= 0 ? __fmul_rn((float)cd, table.factor) : __int_as_float(0x7fc00000);
+    *s = pos >= 0 ? __fmul_rn((float)sd, table.factor) : __int_as_float(0x7fc00000);
 }
 
 // x1' = x1 c - x2 s, x2' = x2 c + x1 s, each product rounded to f32 first

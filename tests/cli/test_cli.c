@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *orin_run; /* the binary under test */
@@ -69,7 +70,7 @@ static void test_help(void)
 
 static void test_version(void)
 {
-    EXPECT("--version", STDOUT_ONLY, 0, "orin-run " ORIN_EXPECTED_VERSION, "plugin ABI 4");
+    EXPECT("--version", STDOUT_ONLY, 0, "orin-run " ORIN_EXPECTED_VERSION, "plugin ABI 5");
 }
 
 static void test_usage(void)
@@ -296,6 +297,56 @@ static void test_vl_folder(void)
     EXPECT(args, STDERR_ONLY, 1, "generate.image");
 }
 
+/* A yarn folder's window: factor x original_max_position_embeddings where that
+ * exceeds max_position_embeddings (qwen3-tiny-yarn's config with factor 8:
+ * 8 x 512 = 4,096 over 2,048), so that a context up to it draws no warning
+ * and one past it a warning naming it. */
+static void test_yarn_context(void)
+{
+    char src[PATH_MAX], dir[PATH_MAX], from[PATH_MAX + 64], to[PATH_MAX + 64];
+    snprintf(src, sizeof src, "%s/models/qwen3-tiny-yarn", ORIN_TEST_DATA);
+    snprintf(dir, sizeof dir, "%s/yarn", tmp);
+    CHECK(mkdir(dir, 0755) == 0);
+    static const char *const files[] = {"tokenizer.json", "tokenizer_config.json",
+                                        "generation_config.json", "model.safetensors.index.json",
+                                        "model-00001-of-00004.safetensors",
+                                        "model-00002-of-00004.safetensors",
+                                        "model-00003-of-00004.safetensors",
+                                        "model-00004-of-00004.safetensors"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(from, sizeof from, "%s/%s", src, files[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, files[i]);
+        CHECK(symlink(from, to) == 0, "%s", to);
+    }
+    snprintf(from, sizeof from, "%s/config.json", src);
+    char *text = test_read_file(from, NULL);
+    cJSON *cfg = cJSON_Parse(text);
+    cJSON *rope = cJSON_GetObjectItem(cfg, "rope_parameters");
+    CHECK(rope && cJSON_GetObjectItem(rope, "factor"), "%s: no rope_parameters.factor", from);
+    if (!rope) {
+        free(text);
+        cJSON_Delete(cfg);
+        return;
+    }
+    cJSON_ReplaceItemInObject(rope, "factor", cJSON_CreateNumber(8.0));
+    char *edited = cJSON_Print(cfg);
+    snprintf(to, sizeof to, "%s/config.json", dir);
+    CHECK(test_write_file(to, edited, strlen(edited)) == 0);
+    free(edited);
+    free(text);
+    cJSON_Delete(cfg);
+
+    char args[4 * PATH_MAX], base[2 * PATH_MAX];
+    snprintf(base, sizeof base, "--config '%s/etc/orin.ini' --set generate.max_tokens=1 "
+             "--set model.path='%s' -p hi", ORIN_SOURCE_DIR, dir);
+    snprintf(args, sizeof args, "%s --set runtime.max_context=4096", base);
+    char *err;
+    CHECK(run(args, STDERR_ONLY, &err) == 0 && !has(err, "warning"), "%s:\n%s", args, err);
+    free(err);
+    snprintf(args, sizeof args, "%s --set runtime.max_context=4097", base);
+    EXPECT(args, STDERR_ONLY, 0, "runtime.max_context 4097 exceeds the model's 4096 positions");
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -323,6 +374,8 @@ int main(int argc, char **argv)
         test_plugin_dir();
     else if (!strcmp(g, "vl_folder"))
         test_vl_folder();
+    else if (!strcmp(g, "yarn_context"))
+        test_yarn_context();
     else {
         fprintf(stderr, "unknown group %s\n", g);
         return 2;

@@ -128,7 +128,7 @@ static void test_bad_plugins(const char *tmp)
     expect_failure(missing, (const char *[]){"cannot load", "No such file", NULL});
 
     expect_failure("wrong_abi.so",
-                   (const char *[]){"built for plugin ABI 7", "this orin has ABI 4", NULL});
+                   (const char *[]){"built for plugin ABI 7", "this orin has ABI 5", NULL});
     expect_failure("no_entry.so", (const char *[]){"no symbol", "orin_plugin_entry", NULL});
     expect_failure("null_entry.so", (const char *[]){"orin_plugin_entry", "NULL", NULL});
     expect_failure("small_struct.so", (const char *[]){"8 bytes", "at least", NULL});

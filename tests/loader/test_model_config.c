@@ -8,6 +8,7 @@
 
 #include "orin/error.h"
 #include "orin/model_config.h"
+#include "rope_scaling_ref.h"
 #include "test_util.h"
 
 /* As published on the Hugging Face hub (Qwen2.5-0.5B-Instruct, Qwen3-0.6B). */
@@ -235,19 +236,103 @@ static void test_rope(void)
     CHECK(parse_edit(qwen25_config, "{\"rope_scaling\": {\"rope_type\": \"default\"}}", &c) == 0,
           "%s", orin_error());
 
-    expect_error(qwen25_config, "{\"rope_scaling\": {\"type\": \"yarn\", \"factor\": 4.0, "
-                 "\"original_max_position_embeddings\": 32768}}",
-                 "unsupported rope type 'yarn'", "rope_scaling.type");
     expect_error(qwen25_config, "{\"rope_scaling\": {\"rope_type\": \"dynamic\", \"factor\": 2}}",
-                 "unsupported rope type 'dynamic'", "rope_scaling.rope_type");
-    expect_error(qwen3_config, "{\"rope_parameters\": {\"rope_type\": \"yarn\", \"factor\": 4, "
-                 "\"rope_theta\": 1000000}}", "unsupported rope type 'yarn'",
+                 "unsupported rope type 'dynamic' (default, linear, yarn)", "rope_scaling.rope_type");
+    expect_error(qwen3_config, "{\"rope_parameters\": {\"rope_type\": \"longrope\", "
+                 "\"rope_theta\": 1000000}}", "unsupported rope type 'longrope'",
                  "rope_parameters.rope_type");
     expect_error(qwen3_config, "{\"rope_parameters\": {\"rope_type\": \"default\", "
                  "\"partial_rotary_factor\": 0.5}}", "partial_rotary_factor", "0.5");
     expect_error(qwen3_config, "{\"rope_theta\": -5}", "rope_theta", "-5");
+    expect_error(qwen3_config, "{\"rope_theta\": 1e-50}", "rope_theta = 1e-50", "float32");
+    expect_error(qwen3_config, "{\"rope_theta\": 1e40}", "rope_theta = 1e+40", "float32");
     expect_error(qwen3_config, "{\"rope_theta\": \"big\"}", "rope_theta", "\"big\"");
     expect_error(qwen3_config, "{\"rope_scaling\": 3}", "rope_scaling", "not an object");
+}
+
+/* rope_scaling linear and yarn: every case of tests/loader/rope_scaling_ref.h
+ * (scripts/gen_rope_scaling_refs.py: transformers' own rotary module on the same
+ * config.json) gives its float32 frequencies within 2 ulps and its factor bit
+ * for bit; then the keys' errors. The ulps: theta ** (2j / hd) is torch's
+ * float32 pow (a vectorised powf within an ulp, not correctly rounded), ours
+ * the double pow rounded to float32 (glibc's powf gives the same), and the two
+ * part by an ulp at a pair or two of 64 (Qwen3's theta 1e6: pair 37, 5e6: pair
+ * 19); yarn's blend of two values from that power can make it 2. Every other
+ * pair is transformers' float exactly. */
+static void test_rope_scaling(void)
+{
+    for (size_t i = 0; i < sizeof rope_scaling_refs / sizeof rope_scaling_refs[0]; i++) {
+        const rope_scaling_ref *r = &rope_scaling_refs[i];
+        orin_model_config c;
+        orin_error_clear();
+        int rc = orin_model_config_parse(r->config, strlen(r->config), LABEL, &c);
+        CHECK(rc == 0, "%s: %s", r->what, orin_error());
+        if (rc != 0)
+            continue;
+        CHECK(c.head_dim / 2 == r->half, "%s: head_dim %d", r->what, c.head_dim);
+        float inv[64], factor;
+        orin_rope_scaling_inv_freq(&c, inv, &factor);
+        uint32_t fb;
+        memcpy(&fb, &factor, 4);
+        CHECK(fb == r->attention_factor, "%s: attention factor %.9g (bits %08x, want %08x)",
+              r->what, factor, fb, r->attention_factor);
+        int wrong = 0, off = 0;
+        for (int j = 0; j < r->half; j++) {
+            uint32_t b;
+            memcpy(&b, &inv[j], 4);
+            int64_t ulps = (int64_t)b - (int64_t)r->inv_freq[j]; /* positive floats */
+            off += ulps != 0;
+            if ((ulps > 2 || ulps < -2) && wrong++ < 3)
+                fprintf(stderr, "  %s: inv_freq[%d] = %.9g (bits %08x, want %08x)\n", r->what, j,
+                        inv[j], b, r->inv_freq[j]);
+        }
+        CHECK(wrong == 0, "%s: %d of %d frequencies more than 2 ulps from transformers'", r->what,
+              wrong, r->half);
+        CHECK(off <= 2, "%s: %d of %d frequencies not transformers' exactly (2 expected at most)",
+              r->what, off, r->half);
+    }
+
+    orin_model_config c;
+    CHECK(parse_edit(qwen3_config, "{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0, "
+                     "\"original_max_position_embeddings\": 32768}}", &c) == 0, "%s", orin_error());
+    CHECK(c.rope.type == ORIN_ROPE_YARN && c.rope.factor == 4.0 &&
+          c.rope.original_max_pos == 32768 && c.rope.beta_fast == 32 && c.rope.beta_slow == 1 &&
+          c.rope.truncate && fabs(c.rope.attention_factor - (0.1 * log(4.0) + 1)) < 1e-15);
+    /* a plain config: no scaling */
+    CHECK(parse_edit(qwen3_config, "{}", &c) == 0 && c.rope.type == ORIN_ROPE_DEFAULT);
+
+    expect_error(qwen3_config, "{\"rope_scaling\": {\"rope_type\": \"yarn\"}}",
+                 "missing field 'rope_scaling.factor'", "yarn");
+    expect_error(qwen3_config, "{\"rope_scaling\": {\"rope_type\": \"linear\"}}",
+                 "missing field 'rope_scaling.factor'", "linear");
+    expect_error(qwen3_config, "{\"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": null}}",
+                 "rope_scaling.factor", "must be a positive float32");
+    expect_error(qwen25_config, "{\"rope_scaling\": {\"type\": \"yarn\", \"factor\": -2}}",
+                 "rope_scaling.factor = -2", "must be a positive float32");
+    expect_error(qwen3_config, "{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": \"4\"}}",
+                 "rope_scaling.factor", "not a number");
+    expect_error(qwen3_config, "{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4, "
+                 "\"attention_factor\": 0}}", "rope_scaling.attention_factor", "must be a positive float32");
+    expect_error(qwen3_config, "{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4, "
+                 "\"beta_fast\": [1]}}", "rope_scaling.beta_fast", "not a number");
+    expect_error(qwen3_config, "{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4, "
+                 "\"truncate\": 1}}", "truncate", "not true or false");
+    expect_error(qwen3_config, "{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4, "
+                 "\"original_max_position_embeddings\": 0}}", "original_max_position_embeddings",
+                 "must be positive");
+    expect_error(qwen3_config, "{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 1e-300}}",
+                 "rope_scaling.factor = 1e-300", "positive float32");
+    expect_error(qwen3_config, "{\"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 1e39}}",
+                 "rope_scaling.factor", "positive float32");
+    expect_error(qwen3_config, "{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4, "
+                 "\"beta_slow\": -1}}", "rope_scaling.beta_slow = -1", "must not be negative");
+    expect_error(qwen3_config, "{\"rope_theta\": 1, \"rope_scaling\": {\"rope_type\": \"yarn\", "
+                 "\"factor\": 4}}", "rope_theta = 1", "must not be 1 with rope type yarn");
+    expect_error(qwen3_config, "{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4, "
+                 "\"rope_theta\": 1}}", "rope_scaling.rope_theta = 1", "yarn");
+    /* linear with theta 1 is plain: every frequency 1 / factor */
+    CHECK(parse_edit(qwen3_config, "{\"rope_theta\": 1, \"rope_scaling\": {\"rope_type\": "
+                     "\"linear\", \"factor\": 2}}", &c) == 0, "%s", orin_error());
 }
 
 static void test_head_dim_and_kv_defaults(void)
@@ -467,6 +552,7 @@ int main(void)
     test_transformers_written();
     test_load_from_dir();
     test_rope();
+    test_rope_scaling();
     test_head_dim_and_kv_defaults();
     test_tokens_and_flags();
     test_architecture();

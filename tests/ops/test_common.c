@@ -282,9 +282,11 @@ static float hf_angle(int32_t pos, int64_t j, int64_t hd, float theta)
     return (float)pos * inv_freq;
 }
 
-/* ref and scale (|x1 c| + |x2 s|, what rounding scales with) of rope over in. */
+/* ref and scale (|x1 c| + |x2 s|, what rounding scales with) of rope over in;
+ * with sc set, its frequencies (the f32 angle pos * inv_freq[j]) and cos and
+ * sin times its factor. */
 static void rope_ref(const double *in, const int32_t *pos, int64_t n, int64_t heads, int64_t hd,
-                     float theta, double *ref, double *scale)
+                     float theta, const orin_rope_scaling *sc, double *ref, double *scale)
 {
     int64_t half = hd / 2;
     for (int64_t i = 0; i < n; i++) {
@@ -292,8 +294,9 @@ static void rope_ref(const double *in, const int32_t *pos, int64_t n, int64_t he
             int64_t o = (i * heads + h) * hd;
             const double *row = in + o;
             for (int64_t j = 0; j < half; j++) {
-                double angle = hf_angle(pos[i], j, hd, theta);
-                double c = cos(angle), s = sin(angle), x1 = row[j], x2 = row[j + half];
+                double angle = sc ? (float)pos[i] * sc->inv_freq[j] : hf_angle(pos[i], j, hd, theta);
+                double f = sc ? sc->attention_factor : 1.0;
+                double c = cos(angle) * f, s = sin(angle) * f, x1 = row[j], x2 = row[j + half];
                 ref[o + j] = x1 * c - x2 * s;
                 ref[o + j + half] = x2 * c + x1 * s;
                 scale[o + j] = fabs(x1 * c) + fabs(x2 * s);
@@ -304,9 +307,10 @@ static void rope_ref(const double *in, const int32_t *pos, int64_t n, int64_t he
 }
 
 /* Positions from pos0 on, scattered over 1000; with bad_pos (the GPU: n >= 3)
- * token 1 at a negative position, whose rows must come out NaN. */
-static void rope_case(orin_dtype dt, int64_t n, int64_t heads, int64_t hd, float theta,
-                      int32_t pos0, bool bad_pos)
+ * token 1 at a negative position, whose rows must come out NaN; with sc, a
+ * scaled rope (rope_scaled_case). */
+static void rope_case_scaled(orin_dtype dt, int64_t n, int64_t heads, int64_t hd, float theta,
+                             int32_t pos0, bool bad_pos, const orin_rope_scaling *sc)
 {
     ops_rng rng = {.state = 200 + (uint64_t)hd};
     int64_t total = n * heads * hd, token = heads * hd;
@@ -317,17 +321,19 @@ static void rope_case(orin_dtype dt, int64_t n, int64_t heads, int64_t hd, float
         pos[i] = pos0 + (int32_t)(i * 37 % 1000);
     if (bad_pos)
         pos[1] = -4;
-    rope_ref(x.value, pos, n, heads, hd, theta, ref, scale);
+    rope_ref(x.value, pos, n, heads, hd, theta, sc, ref, scale);
     orin_rope_args a = {
         .x = ops_tensor(x.data, dt, 3, (int64_t[]){n, heads, hd}),
         .positions = ops_tensor(pos, ORIN_I32, 1, &n),
         .theta = theta,
     };
+    if (sc)
+        a.scaling = *sc;
     orin_exec ex = ops_test_exec(0);
     char what[128];
-    snprintf(what, sizeof what, "rope %s n %lld heads %lld hd %lld from %d%s",
+    snprintf(what, sizeof what, "rope %s n %lld heads %lld hd %lld from %d%s%s",
              orin_dtype_name(dt), (long long)n, (long long)heads, (long long)hd, pos0,
-             bad_pos ? ", token 1 at -4" : "");
+             bad_pos ? ", token 1 at -4" : "", sc ? ", scaled" : "");
     if (run(impl_of(ORIN_OP_ROPE, dt), &ex, &a) == 0) {
         ops_buf_fetch(&x);
         if (!bad_pos) {
@@ -346,6 +352,25 @@ static void rope_case(orin_dtype dt, int64_t n, int64_t heads, int64_t hd, float
     free(pos);
     ops_buf_free(&x);
     ops_release();
+}
+
+static void rope_case(orin_dtype dt, int64_t n, int64_t heads, int64_t hd, float theta,
+                      int32_t pos0, bool bad_pos)
+{
+    rope_case_scaled(dt, n, heads, hd, theta, pos0, bad_pos, NULL);
+}
+
+/* A scaled rope (rope_scaling linear, yarn: orin_rope_scaling): frequencies
+ * of no formula, the angle's f32 product with them, and cos and sin times the
+ * factor; the unscaled frequencies' formula must not be used. */
+static void rope_scaled_case(orin_dtype dt, int64_t n, int64_t heads, int64_t hd, int32_t pos0,
+                             bool bad_pos)
+{
+    float inv[1024];
+    for (int64_t j = 0; j < hd / 2; j++) /* theta 1e4's frequencies, bent by up to 4x */
+        inv[j] = (float)pow(10000.0, -2.0 * (double)j / (double)hd) / (1.0f + (float)(j % 7) / 2);
+    const orin_rope_scaling sc = {.inv_freq = inv, .attention_factor = 1.1386294f};
+    rope_case_scaled(dt, n, heads, hd, 10000.0f, pos0, bad_pos, &sc);
 }
 
 /* The numbers transformers' Qwen3 code produces (tests/ops/gen_rope_ref.py). */
@@ -429,7 +454,14 @@ static void test_rope(orin_dtype dt)
         rope_case(dt, 7, 2, 1030, 10000.0f, 2000, false);
         rope_case(dt, 3, 2, 8, 10000.0f, 3, true);
         rope_case(dt, 33, 4, 128, 1000000.0f, 70, true);
+        for (size_t t = 0; t < gpu_row_counts(); t++)
+            rope_scaled_case(dt, gpu_rows[t], 4, 128, 4000, false);
+        rope_scaled_case(dt, 5, 2, 512, 20000, false); /* the table's whole 256 */
+        rope_scaled_case(dt, 3, 2, 8, 3, true);
     }
+    rope_scaled_case(dt, 1, 1, 2, 5, false);
+    rope_scaled_case(dt, 9, 4, 64, 0, false);
+    rope_scaled_case(dt, 5, 2, 128, 31000, false);
 
     orin_exec ex = ops_test_exec(0);
     const orin_op_impl *impl = impl_of(ORIN_OP_ROPE, dt);
@@ -457,6 +489,12 @@ static void test_rope(orin_dtype dt)
     a.x.stride[0] = 4;
     a.positions.dtype = ORIN_F32;
     ops_expect_error("positions dtype", impl, &ex, &a, "positions: dtype f32, expected i32");
+    a.positions.dtype = ORIN_I32;
+    const float inv[2] = {1.0f, 0.5f};
+    a.scaling = (orin_rope_scaling){.inv_freq = inv, .attention_factor = 0.0f};
+    ops_expect_error("scaling factor 0", impl, &ex, &a, "scaling.attention_factor 0");
+    a.scaling.attention_factor = NAN;
+    ops_expect_error("scaling factor NaN", impl, &ex, &a, "scaling.attention_factor nan");
     ops_release();
 }
 

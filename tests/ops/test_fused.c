@@ -413,9 +413,11 @@ static void matmul_add_case(orin_dtype dt, int64_t n, int64_t in, int64_t out, b
 /* ---- rope_kv_write ---- */
 
 /* rope_shift != 0: rotary positions apart from the cache positions (Qwen3-VL's
- * rope_delta), given as rope_positions. */
-static void rope_cache_case(orin_dtype dt, int64_t n, int64_t heads, int64_t kv_heads, int64_t hd,
-                            bool norms, int32_t pos0, int32_t rope_shift)
+ * rope_delta), given as rope_positions; sc: a scaled rope (rope_scaling linear,
+ * yarn) in both the fused call and the plain ones. */
+static void rope_cache_case_scaled(orin_dtype dt, int64_t n, int64_t heads, int64_t kv_heads,
+                                   int64_t hd, bool norms, int32_t pos0, int32_t rope_shift,
+                                   const orin_rope_scaling *sc)
 {
     enum { SPARE = 5 };
     ops_rng rng = {.state = 40 + (uint64_t)(n * hd + heads)};
@@ -448,6 +450,8 @@ static void rope_cache_case(orin_dtype dt, int64_t n, int64_t heads, int64_t kv_
     };
     if (rope_shift)
         fused.rope_positions = rope_positions;
+    if (sc)
+        fused.scaling = *sc;
     if (norms) {
         fused.q_norm = ops_tensor(qn.data, dt, 1, &hd);
         fused.k_norm = ops_tensor(kn.data, dt, 1, &hd);
@@ -459,13 +463,16 @@ static void rope_cache_case(orin_dtype dt, int64_t n, int64_t heads, int64_t kv_
                             .weight = fused.k_norm, .eps = 1e-6f};
     nq.out = nq.x;
     nk.out = nk.x;
-    orin_rope_args rq = {.x = q2t, .positions = rope_positions, .theta = 1e6f};
-    orin_rope_args rk = {.x = k2t, .positions = rope_positions, .theta = 1e6f};
+    orin_rope_args rq = {.x = q2t, .positions = rope_positions, .theta = 1e6f,
+                         .scaling = fused.scaling};
+    orin_rope_args rk = {.x = k2t, .positions = rope_positions, .theta = 1e6f,
+                         .scaling = fused.scaling};
     orin_kv_write_args kw = {.k = k2t, .v = fused.v, .positions = positions, .cache = view2};
     char what[160];
     snprintf(what, sizeof what, "rope_kv_write %s n %lld heads %lld/%lld hd %lld%s from %d, "
-             "rotated %+d", orin_dtype_name(dt), (long long)n, (long long)heads,
-             (long long)kv_heads, (long long)hd, norms ? " with q/k norms" : "", pos0, rope_shift);
+             "rotated %+d%s", orin_dtype_name(dt), (long long)n, (long long)heads,
+             (long long)kv_heads, (long long)hd, norms ? " with q/k norms" : "", pos0, rope_shift,
+             sc ? ", scaled" : "");
     bool ok = run(impl_of(ORIN_OP_ROPE_KV_WRITE, dt), &fused) == 0;
     if (ok && norms)
         ok = run(impl_of(ORIN_OP_RMSNORM, dt), &nq) == 0 && run(impl_of(ORIN_OP_RMSNORM, dt), &nk) == 0;
@@ -489,6 +496,24 @@ static void rope_cache_case(orin_dtype dt, int64_t n, int64_t heads, int64_t kv_
     ops_buf *all[] = {&q1, &q2, &k1, &k2, &v, &qn, &kn, &ck1, &cv1, &ck2, &cv2};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         ops_buf_free(all[i]);
+}
+
+static void rope_cache_case(orin_dtype dt, int64_t n, int64_t heads, int64_t kv_heads, int64_t hd,
+                            bool norms, int32_t pos0, int32_t rope_shift)
+{
+    rope_cache_case_scaled(dt, n, heads, kv_heads, hd, norms, pos0, rope_shift, NULL);
+}
+
+/* A scaled rope through rope_kv_write: frequencies of no formula and a cos/sin
+ * factor, the same in the plain ops it must equal. */
+static void rope_cache_scaled_case(orin_dtype dt, int64_t n, int64_t heads, int64_t kv_heads,
+                                   int64_t hd, int32_t pos0, int32_t rope_shift)
+{
+    float inv[256];
+    for (int64_t j = 0; j < hd / 2; j++) /* theta 1e6's frequencies, bent by up to 4x */
+        inv[j] = (float)pow(1e6, -2.0 * (double)j / (double)hd) / (1.0f + (float)(j % 7) / 2);
+    const orin_rope_scaling sc = {.inv_freq = inv, .attention_factor = 1.1386294f};
+    rope_cache_case_scaled(dt, n, heads, kv_heads, hd, true, pos0, rope_shift, &sc);
 }
 
 /* ---- the batch-1 GEMV behind the matmul, at model sizes ---- */
@@ -723,6 +748,10 @@ int main(int argc, char **argv)
         /* head_dims below a warp's pairs (the tiny Qwen3-VL fixture's 32) */
         rope_cache_case(dt, 3, 4, 2, 32, true, 5, 7);
         rope_cache_case(dt, 2, 3, 1, 6, true, 0, 0);
+        /* scaled (rope_scaling yarn, linear) */
+        rope_cache_scaled_case(dt, 1, 32, 8, 128, 4000, 0);
+        rope_cache_scaled_case(dt, 5, 4, 2, 64, 30000, 0);
+        rope_cache_scaled_case(dt, 3, 4, 2, 32, 5, 7);
         /* Qwen3-VL's vision MLP and projections (fewer rows), odd widths, one row */
         matmul_gelu_case(dt, 300, 1152, 4304, true, 0, ORIN_GELU_TANH);
         matmul_gelu_case(dt, 37, 72, 136, true, 1, ORIN_GELU_TANH);

@@ -53,6 +53,29 @@ typedef struct orin_vl_config {
     int32_t spatial_merge_size;     /* vision_config: patches merged per side into one token */
 } orin_vl_config;
 
+/* RoPE's kind: config.json's rope_scaling (or rope_parameters) rope_type. */
+typedef enum orin_rope_type {
+    ORIN_ROPE_DEFAULT = 0, /* theta^(-2j/hd) ("default", Qwen3-VL's "mrope") */
+    ORIN_ROPE_LINEAR,      /* the default's frequencies divided by factor */
+    ORIN_ROPE_YARN,        /* YaRN, static (as transformers and vLLM apply it) */
+} orin_rope_type;
+
+/* The scaling's keys, as transformers 5.23 reads them (modeling_rope_utils:
+ * _compute_linear_scaling_rope_parameters, _compute_yarn_parameters), absent
+ * ones at their defaults. orin_rope_scaling_inv_freq turns them into the
+ * frequencies the rope ops take. */
+typedef struct orin_rope_config {
+    orin_rope_type type;
+    double factor;                /* linear, yarn; yarn's null: max_pos / original */
+    int32_t original_max_pos;     /* yarn: original_max_position_embeddings (the
+                                     top-level key first, then the dict's, then
+                                     max_position_embeddings) */
+    double attention_factor;      /* yarn: the key, else from factor (mscale,
+                                     mscale_all_dim); others 1 */
+    double beta_fast, beta_slow;  /* yarn: 32 and 1 when absent, null or 0 */
+    bool truncate;                /* yarn: true when absent */
+} orin_rope_config;
+
 typedef struct orin_model_config {
     orin_arch arch;              /* Qwen3-VL: QWEN3 (its language model) */
     char architecture[64];       /* "Qwen3ForCausalLM", "Qwen3VLForConditionalGeneration" */
@@ -66,6 +89,7 @@ typedef struct orin_model_config {
     int32_t max_position_embeddings;
     double rms_norm_eps;
     double rope_theta;           /* rope_theta or rope_parameters.rope_theta */
+    orin_rope_config rope;       /* rope_scaling's type and keys (linear, yarn) */
     bool tie_word_embeddings;
     bool attention_bias;         /* q/k/v projections have biases (Qwen2: true) */
     bool qk_norm;                /* per-head RMSNorm on q and k (Qwen3) */
@@ -82,12 +106,21 @@ typedef struct orin_model_config {
  * "text_config" then the key), its tie_word_embeddings, dtype and
  * quantization_config from the top level, as transformers reads them.
  * Unsupported architectures, rope types (rope_scaling / rope_parameters.rope_type
- * other than default), quantization methods other than AWQ int4 GEMM with a
- * zero point, and missing or out-of-range fields are errors naming the field.
+ * other than default, linear and yarn; Qwen3-VL: default or mrope only),
+ * quantization methods other than AWQ int4 GEMM with a zero point, and missing or
+ * out-of-range fields are errors naming the field.
  * Returns 0 or -1 with orin_error_set(). */
 int orin_model_config_parse(const char *json, size_t len, const char *name, orin_model_config *out);
 /* Reads and parses model_dir/config.json. */
 int orin_model_config_load(const char *model_dir, orin_model_config *out);
+
+/* RoPE's inverse frequencies inv_freq [head_dim / 2] and the factor that
+ * multiplies cos and sin, for cfg's rope type, in float32 as transformers
+ * computes them (so that the angles pos * inv_freq are its floats): the
+ * default theta^(-2j/hd); linear that over factor; yarn the blend of the
+ * two by its ramp over [low, high]. */
+void orin_rope_scaling_inv_freq(const orin_model_config *cfg, float *inv_freq,
+                                float *attention_factor);
 
 /* Whether the linear layer `module` ("model.layers.0.self_attn.q_proj") is
  * stored quantized in the folder: AWQ and not in modules_to_not_convert. */

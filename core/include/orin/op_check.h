@@ -78,6 +78,9 @@ int orin_check_norm_out(const char *label, const orin_norm_in *norm, const char 
 /* rope: x [n, heads, hd] with hd even, positions i32 [n], theta > 0. */
 int orin_check_rope(const char *label, const orin_exec *ex, const orin_rope_args *a,
                     orin_device_kind device, orin_dtype dt);
+/* rope's and rope_kv_write's scaling: where inv_freq is set, attention_factor
+ * finite and positive (the table's hd/2 entries are the caller's to give). */
+int orin_check_rope_scaling(const char *label, const orin_rope_scaling *s);
 /* matmul: x [.., in], w [out, in], y [.., out] with x's rows, bias [out] or
  * none, y apart from x, w and bias. */
 int orin_check_matmul(const char *label, const orin_exec *ex, const orin_matmul_args *a,

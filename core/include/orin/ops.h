@@ -96,14 +96,28 @@ typedef struct orin_rmsnorm_args {
     float eps;
 } orin_rmsnorm_args;
 
+/* RoPE's frequencies where config.json's rope_scaling changes them (linear,
+ * yarn): inv_freq [hd/2] f32 in host memory, as transformers computes them
+ * (orin_rope_scaling_inv_freq, orin/model_config.h), and attention_factor,
+ * which multiplies cos and sin (yarn's; 1 for linear). inv_freq NULL (a zeroed
+ * struct): theta^(-2j/hd), and no factor. The caller keeps the table alive as
+ * long as the call may run (a captured graph: the model's life). */
+typedef struct orin_rope_scaling {
+    const float *inv_freq;
+    float attention_factor;
+} orin_rope_scaling;
+
 /* Rotary embedding in place, Hugging Face's rotate-half layout: for pair
- * (j, j + hd/2), j < hd/2, angle = positions[i] * theta^(-2j/hd):
- *   x1' = x1 cos - x2 sin,  x2' = x2 cos + x1 sin.
+ * (j, j + hd/2), j < hd/2, angle = positions[i] * inv_freq[j], inv_freq[j] =
+ * theta^(-2j/hd) or scaling's:
+ *   x1' = x1 cos - x2 sin,  x2' = x2 cos + x1 sin
+ * (cos and sin times scaling.attention_factor where set).
  * x [n, heads, hd], positions i32 [n]. */
 typedef struct orin_rope_args {
     orin_tensor x;
     orin_tensor positions;
     float theta;
+    orin_rope_scaling scaling;
 } orin_rope_args;
 
 /* y = x . w^T (+ bias)      x [n, in], w [out, in] (Hugging Face layout),
@@ -357,7 +371,7 @@ typedef struct orin_matmul_argmax_args {
 
 /* The attention prologue of a Qwen layer: q and k each rmsnorm'ed per head with
  * q_norm / k_norm [hd] (Qwen3; skipped when their data is NULL), then rotated
- * (rope, theta) at rope_positions, then k and v written into the cache at
+ * (rope: theta, scaling) at rope_positions, then k and v written into the cache at
  * positions:
  *   q [n, H, hd] in place, k [n, Hkv, hd] in place, v [n, Hkv, hd].
  * rope_positions i32 [n] with NULL data means positions (Qwen3-VL rotates the
@@ -373,6 +387,7 @@ typedef struct orin_rope_kv_write_args {
     orin_tensor rope_positions;
     float eps;
     float theta;
+    orin_rope_scaling scaling;
     orin_kv_view cache;
 } orin_rope_kv_write_args;
 

@@ -9,7 +9,7 @@
  * ORIN_PLUGIN_ABI_VERSION covers this struct, orin_op_impl and every call struct
  * in orin/ops.h: changing any of them bumps it (2: orin_op_impl.supports; 3:
  * orin_op_impl.prepare and orin_qweight.layout; 4: orin_norm_in in the fused
- * products' calls).
+ * products' calls; 5: orin_rope_scaling in rope's and rope_kv_write's calls).
  *
  *     static int register_ops(orin_registry *reg) { ... orin_registry_add(reg, &impl) ... }
  *     ORIN_PLUGIN_DEFINE("my_plugin", "1.0", "what it offers", register_ops)
@@ -29,7 +29,7 @@
 extern "C" {
 #endif
 
-#define ORIN_PLUGIN_ABI_VERSION 4u
+#define ORIN_PLUGIN_ABI_VERSION 5u
 #define ORIN_PLUGIN_ENTRY_SYMBOL "orin_plugin_entry"
 
 typedef struct orin_plugin {

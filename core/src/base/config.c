@@ -113,7 +113,8 @@ static const key_def keys[] = {
      .doc = "use fused ops (add+rmsnorm, q/k/v in one product, ...) where a plugin has them"},
     {"runtime", "max_context", KEY_INT, FIELD(runtime.max_context), INT_RANGE(0, INT32_MAX),
      .def = "4096", .doc = "KV cache length in tokens (unset: 4096, or the model's limit if "
-                           "smaller); 0 = the model's max_position_embeddings"},
+                           "smaller); 0 = the model's max_position_embeddings (yarn: factor x "
+                           "original where larger)"},
     {"runtime", "threads", KEY_INT, FIELD(runtime.threads), INT_RANGE(0, 4096), .def = "0",
      .doc = "host threads for CPU ops; 0 = all cores"},
     {"runtime", "prefill_chunk", KEY_INT, FIELD(runtime.prefill_chunk), INT_RANGE(0, INT32_MAX),

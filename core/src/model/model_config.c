@@ -197,9 +197,141 @@ static int rope_dict(const cJSON *root, const char *name, const cJSON **out, con
     return 0;
 }
 
-/* Plain RoPE; for Qwen3-VL the same rotation with positions from three rows
- * (M-RoPE), whose dict may say rope_type "default" or, as Qwen2-VL's
- * published files do, "mrope" (transformers reads both as default). */
+/* Whether v is positive and finite once rounded to float32, as the rope ops
+ * and the frequencies' arithmetic take it. */
+static bool positive_f32(double v)
+{
+    return (float)v > 0 && isfinite((float)v);
+}
+
+/* A number of the RoPE dict: `fallback` when absent or null (*present false). */
+static int rope_number(const cJSON *dict, const char *dict_key, const char *k, const char *name,
+                       double fallback, double *out, bool *present)
+{
+    const cJSON *v = field(dict, k);
+    char key[96];
+    snprintf(key, sizeof key, "%s.%s", dict_key, k);
+    *present = !is_null_or_absent(v);
+    if (!*present) {
+        *out = fallback;
+        return 0;
+    }
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+        return bad_value(name, key, v, "not a number");
+    *out = v->valuedouble;
+    return 0;
+}
+
+/* YaRN's keys, as _compute_yarn_parameters reads them: factor is required
+ * (null: max_position_embeddings / original_max_position_embeddings);
+ * original_max_position_embeddings from the top level first (transformers'
+ * standardize_rope_params), then the dict, then max_position_embeddings;
+ * attention_factor, else 0.1 ln(factor) + 1 (the mscale form where mscale and
+ * mscale_all_dim are both set and nonzero), 1 for factor <= 1; beta_fast and
+ * beta_slow 32 and 1 where absent, null or 0; truncate true. */
+static int parse_yarn(const cJSON *root, const cJSON *dict, const char *dict_key,
+                      const char *name, orin_model_config *cfg)
+{
+    orin_rope_config *r = &cfg->rope;
+    char key[96];
+    bool has_factor, has_af, has_ms, has_msa, present;
+    double mscale, mscale_all;
+    int32_t orig = cfg->max_position_embeddings;
+    if (field(root, "original_max_position_embeddings")) {
+        if (get_int(root, "original_max_position_embeddings", name, false, orig, 1, &orig))
+            return -1;
+    } else if (field(dict, "original_max_position_embeddings") &&
+               get_int(dict, "original_max_position_embeddings", name, false, orig, 1, &orig)) {
+        return -1;
+    }
+    r->original_max_pos = orig;
+    if (!field(dict, "factor"))
+        return orin_error_set("%s: missing field '%s.factor' (rope type yarn)", name, dict_key);
+    if (rope_number(dict, dict_key, "factor", name, 0.0, &r->factor, &has_factor) ||
+        rope_number(dict, dict_key, "attention_factor", name, 0.0, &r->attention_factor,
+                    &has_af) ||
+        rope_number(dict, dict_key, "mscale", name, 0.0, &mscale, &has_ms) ||
+        rope_number(dict, dict_key, "mscale_all_dim", name, 0.0, &mscale_all, &has_msa) ||
+        rope_number(dict, dict_key, "beta_fast", name, 32.0, &r->beta_fast, &present) ||
+        rope_number(dict, dict_key, "beta_slow", name, 1.0, &r->beta_slow, &present))
+        return -1;
+    if (!has_factor)
+        r->factor = (double)cfg->max_position_embeddings / (double)orig;
+    snprintf(key, sizeof key, "%s.factor", dict_key);
+    if (!positive_f32(r->factor))
+        return bad_value(name, key, field(dict, "factor"), "must be a positive float32");
+    if (r->beta_fast == 0)
+        r->beta_fast = 32.0;
+    if (r->beta_slow == 0)
+        r->beta_slow = 1.0;
+    /* their logarithms (and theta's, a divisor) bound the ramp: transformers
+     * fails on these too */
+    snprintf(key, sizeof key, "%s.beta_fast", dict_key);
+    if (r->beta_fast < 0)
+        return bad_value(name, key, field(dict, "beta_fast"), "must not be negative");
+    snprintf(key, sizeof key, "%s.beta_slow", dict_key);
+    if (r->beta_slow < 0)
+        return bad_value(name, key, field(dict, "beta_slow"), "must not be negative");
+    if (get_bool(dict, "truncate", name, true, &r->truncate))
+        return -1;
+    if (!has_af) {
+        /* get_mscale(scale, m) = 0.1 m ln(scale) + 1 for scale > 1, else 1 */
+        double f = r->factor, ln = log(f);
+        if (has_ms && has_msa && mscale != 0 && mscale_all != 0)
+            r->attention_factor =
+                f <= 1 ? 1.0 : (0.1 * mscale * ln + 1.0) / (0.1 * mscale_all * ln + 1.0);
+        else
+            r->attention_factor = f <= 1 ? 1.0 : 0.1 * ln + 1.0;
+    }
+    snprintf(key, sizeof key, "%s.attention_factor", dict_key);
+    if (!positive_f32(r->attention_factor))
+        return bad_value(name, key, field(dict, "attention_factor"), "must be a positive float32");
+    return 0;
+}
+
+/* rope_type (or type) `t`: default, linear, yarn; a Qwen3-VL folder's default
+ * or mrope only. */
+static int rope_type(const cJSON *t, const char *key, const char *name, orin_model_config *cfg)
+{
+    if (!cJSON_IsString(t))
+        return bad_value(name, key, t, "not a string");
+    const char *s = t->valuestring;
+    if (cfg->vl.is_vl) {
+        if (strcmp(s, "default") != 0 && strcmp(s, "mrope") != 0)
+            return orin_error_set("%s: %s: unsupported rope type '%s' (Qwen3-VL: 'default' "
+                                  "or 'mrope')", name, key, s);
+        return 0;
+    }
+    if (!strcmp(s, "linear"))
+        cfg->rope.type = ORIN_ROPE_LINEAR;
+    else if (!strcmp(s, "yarn"))
+        cfg->rope.type = ORIN_ROPE_YARN;
+    else if (strcmp(s, "default") != 0)
+        return orin_error_set("%s: %s: unsupported rope type '%s' (default, linear, yarn)", name,
+                              key, s);
+    return 0;
+}
+
+/* Linear scaling's one key: factor, required (transformers divides by it). */
+static int parse_linear(const cJSON *dict, const char *dict_key, const char *name,
+                        orin_model_config *cfg)
+{
+    char key[96];
+    bool present;
+    snprintf(key, sizeof key, "%s.factor", dict_key);
+    if (!field(dict, "factor"))
+        return orin_error_set("%s: missing field '%s' (rope type linear)", name, key);
+    if (rope_number(dict, dict_key, "factor", name, 0.0, &cfg->rope.factor, &present))
+        return -1;
+    if (!positive_f32(cfg->rope.factor))
+        return bad_value(name, key, field(dict, "factor"), "must be a positive float32");
+    return 0;
+}
+
+/* Plain RoPE, or scaled (rope type linear or yarn); for Qwen3-VL the plain
+ * rotation with positions from three rows (M-RoPE), whose dict may say
+ * rope_type "default" or, as Qwen2-VL's published files do, "mrope"
+ * (transformers reads both as default). */
 static int parse_rope(const cJSON *root, const char *name, double default_theta,
                       orin_model_config *cfg)
 {
@@ -216,14 +348,13 @@ static int parse_rope(const cJSON *root, const char *name, double default_theta,
         type_key = "type";
     }
     snprintf(key, sizeof key, "%s.%s", dict_key, type_key);
-    if (!is_null_or_absent(type)) {
-        if (!cJSON_IsString(type))
-            return bad_value(name, key, type, "not a string");
-        bool mrope = cfg->vl.is_vl && strcmp(type->valuestring, "mrope") == 0;
-        if (strcmp(type->valuestring, "default") != 0 && !mrope)
-            return orin_error_set("%s: %s: unsupported rope type '%s' (only 'default')", name, key,
-                                  type->valuestring);
-    }
+    cfg->rope = (orin_rope_config){.type = ORIN_ROPE_DEFAULT, .factor = 1.0,
+                                   .attention_factor = 1.0};
+    if (!is_null_or_absent(type) && rope_type(type, key, name, cfg))
+        return -1;
+    if ((cfg->rope.type == ORIN_ROPE_LINEAR && parse_linear(dict, dict_key, name, cfg)) ||
+        (cfg->rope.type == ORIN_ROPE_YARN && parse_yarn(root, dict, dict_key, name, cfg)))
+        return -1;
 
     const cJSON *prf = field(dict, "partial_rotary_factor");
     const char *prf_key = "partial_rotary_factor";
@@ -235,12 +366,18 @@ static int parse_rope(const cJSON *root, const char *name, double default_theta,
         return bad_value(name, prf_key, prf, "partial rotary embeddings are not supported");
 
     const cJSON *theta = field(dict, "rope_theta");
-    if (!is_null_or_absent(theta)) {
-        snprintf(key, sizeof key, "%s.rope_theta", dict_key);
-        return get_positive_double(theta, key, name, default_theta, &cfg->rope_theta);
+    snprintf(key, sizeof key, "%s.rope_theta", dict_key);
+    if (is_null_or_absent(theta)) {
+        theta = field(root, "rope_theta");
+        snprintf(key, sizeof key, "rope_theta");
     }
-    return get_positive_double(field(root, "rope_theta"), "rope_theta", name, default_theta,
-                               &cfg->rope_theta);
+    if (get_positive_double(theta, key, name, default_theta, &cfg->rope_theta))
+        return -1;
+    if (!positive_f32(cfg->rope_theta)) /* the rope ops take it in float32 */
+        return bad_value(name, key, theta, "must be a positive float32");
+    if (cfg->rope.type == ORIN_ROPE_YARN && cfg->rope_theta == 1.0) /* yarn divides by ln theta */
+        return bad_value(name, key, theta, "must not be 1 with rope type yarn");
+    return 0;
 }
 
 static int parse_sliding_window(const cJSON *root, const char *name, const orin_model_config *cfg)

@@ -257,6 +257,14 @@ int orin_check_rope(const char *label, const orin_exec *ex, const orin_rope_args
         return orin_error_set("%s: x: head_dim %lld is odd", label, (long long)a->x.shape[2]);
     if (!isfinite(a->theta) || a->theta <= 0.0f)
         return orin_error_set("%s: theta %g is not a positive number", label, a->theta);
+    return orin_check_rope_scaling(label, &a->scaling);
+}
+
+int orin_check_rope_scaling(const char *label, const orin_rope_scaling *s)
+{
+    if (s->inv_freq && !(isfinite(s->attention_factor) && s->attention_factor > 0.0f))
+        return orin_error_set("%s: scaling.attention_factor %g is not a positive number", label,
+                              s->attention_factor);
     return 0;
 }
 

@@ -1,0 +1,79 @@
+/* RoPE's inverse frequencies for config.json's rope type (orin/model_config.h:
+ * orin_rope_scaling_inv_freq), in float32 step by step as transformers 5.23's
+ * modeling_rope_utils computes them, so that the angles pos * inv_freq the
+ * rope ops form are its floats (at position 1000 one ulp of angle moves cos by
+ * ~1e-4). Each tensor operation there rounds to float32 once; each line here
+ * is one such operation (C11 without extensions: no contraction into FMAs).
+ * The ramp's bounds are Python floats there: doubles here. */
+#include "orin/model_config.h"
+
+#include <math.h>
+
+#define PI 3.141592653589793 /* Python's math.pi */
+
+/* base ** (arange(0, dim, 2).float() / dim): the exponent in float32, the power
+ * in double rounded to float32 (as ops_common's rope_inv_freq does). */
+static float pos_freq(double theta, int j, int dim)
+{
+    float exponent = (float)(2 * j) / (float)dim;
+    return (float)pow((double)(float)theta, (double)exponent);
+}
+
+/* find_correction_dim: the dimension whose wavelength turns num_rotations
+ * times over max_pos positions. */
+static double correction_dim(double num_rotations, int dim, double base, double max_pos)
+{
+    return (dim * log(max_pos / (num_rotations * 2 * PI))) / (2 * log(base));
+}
+
+static void yarn_inv_freq(const orin_model_config *cfg, int dim, float *inv_freq)
+{
+    const orin_rope_config *r = &cfg->rope;
+    double low = correction_dim(r->beta_fast, dim, cfg->rope_theta, r->original_max_pos);
+    double high = correction_dim(r->beta_slow, dim, cfg->rope_theta, r->original_max_pos);
+    if (r->truncate) {
+        low = floor(low);
+        high = ceil(high);
+    }
+    low = fmax(low, 0.0);
+    high = fmin(high, (double)(dim - 1));
+    if (low == high)
+        high += 0.001; /* transformers' guard against a zero-width ramp */
+    const float span = (float)(high - low), factor = (float)r->factor;
+    for (int j = 0; j < dim / 2; j++) {
+        float p = pos_freq(cfg->rope_theta, j, dim);
+        float extrapolation = 1.0f / p;
+        float scaled = factor * p;
+        float interpolation = 1.0f / scaled;
+        /* the ramp, clamped to [0, 1]; extrapolation's weight is 1 - ramp */
+        float ramp = ((float)j - (float)low) / span;
+        ramp = ramp < 0.0f ? 0.0f : ramp > 1.0f ? 1.0f : ramp;
+        float weight = 1.0f - ramp;
+        float keep = 1.0f - weight;
+        float a = interpolation * keep;
+        float b = extrapolation * weight;
+        inv_freq[j] = a + b;
+    }
+}
+
+void orin_rope_scaling_inv_freq(const orin_model_config *cfg, float *inv_freq,
+                                float *attention_factor)
+{
+    const int dim = cfg->head_dim;
+    *attention_factor = 1.0f;
+    switch (cfg->rope.type) {
+    case ORIN_ROPE_YARN:
+        yarn_inv_freq(cfg, dim, inv_freq);
+        *attention_factor = (float)cfg->rope.attention_factor;
+        return;
+    case ORIN_ROPE_LINEAR:
+    case ORIN_ROPE_DEFAULT:
+        for (int j = 0; j < dim / 2; j++) {
+            float p = pos_freq(cfg->rope_theta, j, dim);
+            inv_freq[j] = 1.0f / p;
+            if (cfg->rope.type == ORIN_ROPE_LINEAR)
+                inv_freq[j] = inv_freq[j] / (float)cfg->rope.factor;
+        }
+        return;
+    }
+}
