@@ -567,17 +567,19 @@ static int load_vision(orin_model *m, const orin_model_options *opt)
 
 /* The scaled RoPE frequencies the rope calls point at, where config.json's
  * rope type scales them (linear, yarn); plain RoPE leaves the calls' scaling
- * zeroed, so the ops compute theta's frequencies themselves. */
-static int init_rope_scaling(orin_model *m)
+ * zeroed, so the ops compute theta's frequencies themselves (the same floats:
+ * computed here too, they are checked to be in float32's range). */
+static int init_rope_scaling(orin_model *m, const char *path)
 {
-    if (m->cfg.rope.type == ORIN_ROPE_DEFAULT)
-        return 0;
     m->rope_inv_freq = malloc((size_t)(m->cfg.head_dim / 2) * sizeof(float));
     if (!m->rope_inv_freq)
         return orin_error_set("out of memory for the rope frequencies");
     float factor;
-    orin_rope_scaling_inv_freq(&m->cfg, m->rope_inv_freq, &factor);
-    m->rope_scaling = (orin_rope_scaling){.inv_freq = m->rope_inv_freq, .attention_factor = factor};
+    if (orin_rope_scaling_inv_freq(&m->cfg, m->rope_inv_freq, &factor) != 0)
+        return orin_error_prefix("%s/config.json: ", path);
+    if (m->cfg.rope.type != ORIN_ROPE_DEFAULT)
+        m->rope_scaling = (orin_rope_scaling){.inv_freq = m->rope_inv_freq,
+                                              .attention_factor = factor};
     return 0;
 }
 
@@ -595,8 +597,6 @@ int orin_model_load(const orin_model_options *opt, orin_model **out)
     if (orin_model_config_load(opt->path, &m->cfg) != 0 || choose_quant(m, opt) != 0)
         goto fail;
     m->prefix = m->cfg.vl.is_vl ? "model.language_model." : "model.";
-    if (init_rope_scaling(m) != 0)
-        goto fail;
     m->context = choose_context(opt, &m->cfg);
     m->layers = calloc((size_t)m->cfg.num_hidden_layers, sizeof *m->layers);
     if (!m->layers) {
@@ -619,6 +619,7 @@ int orin_model_load(const orin_model_options *opt, orin_model **out)
         m->vision_bytes = orin_vision_weight_bytes(&vc, m->dtype);
     }
     if (bind_ops(m, opt) != 0 || check_memory(m, chunk) != 0 ||
+        init_rope_scaling(m, opt->path) != 0 ||
         qwen_load_weights(m, opt->path, opt->progress) != 0)
         goto fail;
 

@@ -44,15 +44,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_ASSERT(c.vl.spatial_merge_size >= 1 && c.vl.mrope_interleaved, "vl merge / interleave");
     }
     /* RoPE scaling: the frequencies of any config that parses are finite and
-     * positive (head_dim bounded here only to keep the buffer on the stack) */
+     * not negative, or a one-line error (head_dim bounded here only to keep the
+     * buffer on the stack) */
     FUZZ_ASSERT(c.rope.type >= ORIN_ROPE_DEFAULT && c.rope.type <= ORIN_ROPE_YARN, "rope type %d",
                 c.rope.type);
     if (c.head_dim <= 4096) {
         float inv[2048], factor;
-        orin_rope_scaling_inv_freq(&c, inv, &factor);
-        FUZZ_ASSERT(factor > 0 && isfinite(factor), "attention factor %g", factor);
-        for (int j = 0; j < c.head_dim / 2; j++)
-            FUZZ_ASSERT(inv[j] >= 0 && isfinite(inv[j]), "inv_freq[%d] = %g", j, inv[j]);
+        if (orin_rope_scaling_inv_freq(&c, inv, &factor) != 0) {
+            fuzz_check_error(orin_error());
+        } else {
+            FUZZ_ASSERT(factor > 0 && isfinite(factor), "attention factor %g", factor);
+            for (int j = 0; j < c.head_dim / 2; j++)
+                FUZZ_ASSERT(inv[j] >= 0 && isfinite(inv[j]), "inv_freq[%d] = %g", j, inv[j]);
+        }
     }
     /* quantization_config: AWQ 4-bit or none, a group size >= 0 (0: the whole
      * row), module names terminated and non-empty */

@@ -271,7 +271,7 @@ static void test_rope_scaling(void)
             continue;
         CHECK(c.head_dim / 2 == r->half, "%s: head_dim %d", r->what, c.head_dim);
         float inv[64], factor;
-        orin_rope_scaling_inv_freq(&c, inv, &factor);
+        CHECK(orin_rope_scaling_inv_freq(&c, inv, &factor) == 0, "%s: %s", r->what, orin_error());
         uint32_t fb;
         memcpy(&fb, &factor, 4);
         CHECK(fb == r->attention_factor, "%s: attention factor %.9g (bits %08x, want %08x)",
@@ -333,6 +333,13 @@ static void test_rope_scaling(void)
     /* linear with theta 1 is plain: every frequency 1 / factor */
     CHECK(parse_edit(qwen3_config, "{\"rope_theta\": 1, \"rope_scaling\": {\"rope_type\": "
                      "\"linear\", \"factor\": 2}}", &c) == 0, "%s", orin_error());
+    float inv[64], factor;
+    CHECK(orin_rope_scaling_inv_freq(&c, inv, &factor) == 0 && inv[0] == 0.5f && inv[63] == 0.5f);
+    /* keys at float32's extremes: frequencies out of its range are an error */
+    CHECK(parse_edit(qwen3_config, "{\"rope_theta\": 1e-30, \"rope_scaling\": {\"rope_type\": "
+                     "\"yarn\", \"factor\": 1e-30}}", &c) == 0, "%s", orin_error());
+    CHECK(orin_rope_scaling_inv_freq(&c, inv, &factor) == -1 &&
+              strstr(orin_error(), "out of float32's range"), "%s", orin_error());
 }
 
 static void test_head_dim_and_kv_defaults(void)

@@ -409,6 +409,13 @@ int main(void)
                                             "\"attention_bias\": true") == 0);
     expect_load_error(dir, "missing tensor", "missing tensor", "q_proj.bias");
 
+    /* A rope theta whose frequencies leave float32's range (1e-40 is a positive
+     * float32, a subnormal: 1 / theta^(62/64) overflows): config.json named. */
+    CHECK(copy_model(dir) == 0 && edit_file(dir, "config.json", "\"rope_theta\": 1000000.0",
+                                            "\"rope_theta\": 1e-40") == 0);
+    expect_load_error(dir, "rope frequencies", "config.json: RoPE frequency",
+                      "out of float32's range");
+
     /* An unsupported architecture. */
     CHECK(copy_model(dir) == 0 &&
           edit_file(dir, "config.json", "Qwen3ForCausalLM", "LlamaForCausalLM") == 0);

@@ -118,9 +118,10 @@ int orin_model_config_load(const char *model_dir, orin_model_config *out);
  * multiplies cos and sin, for cfg's rope type, in float32 as transformers
  * computes them (so that the angles pos * inv_freq are its floats): the
  * default theta^(-2j/hd); linear that over factor; yarn the blend of the
- * two by its ramp over [low, high]. */
-void orin_rope_scaling_inv_freq(const orin_model_config *cfg, float *inv_freq,
-                                float *attention_factor);
+ * two by its ramp over [low, high]. Returns 0, or -1 with orin_error_set()
+ * where a frequency leaves float32's range (keys at its extremes). */
+int orin_rope_scaling_inv_freq(const orin_model_config *cfg, float *inv_freq,
+                               float *attention_factor);
 
 /* Whether the linear layer `module` ("model.layers.0.self_attn.q_proj") is
  * stored quantized in the folder: AWQ and not in modules_to_not_convert. */

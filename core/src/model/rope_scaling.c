@@ -6,6 +6,7 @@
  * is one such operation (C11 without extensions: no contraction into FMAs).
  * The ramp's bounds are Python floats there: doubles here. */
 #include "orin/model_config.h"
+#include "orin/error.h"
 
 #include <math.h>
 
@@ -56,24 +57,34 @@ static void yarn_inv_freq(const orin_model_config *cfg, int dim, float *inv_freq
     }
 }
 
-void orin_rope_scaling_inv_freq(const orin_model_config *cfg, float *inv_freq,
-                                float *attention_factor)
+static void plain_inv_freq(const orin_model_config *cfg, int dim, float *inv_freq)
+{
+    for (int j = 0; j < dim / 2; j++) {
+        float p = pos_freq(cfg->rope_theta, j, dim);
+        inv_freq[j] = 1.0f / p;
+        if (cfg->rope.type == ORIN_ROPE_LINEAR)
+            inv_freq[j] = inv_freq[j] / (float)cfg->rope.factor;
+    }
+}
+
+int orin_rope_scaling_inv_freq(const orin_model_config *cfg, float *inv_freq,
+                               float *attention_factor)
 {
     const int dim = cfg->head_dim;
     *attention_factor = 1.0f;
-    switch (cfg->rope.type) {
-    case ORIN_ROPE_YARN:
+    if (cfg->rope.type == ORIN_ROPE_YARN) {
         yarn_inv_freq(cfg, dim, inv_freq);
         *attention_factor = (float)cfg->rope.attention_factor;
-        return;
-    case ORIN_ROPE_LINEAR:
-    case ORIN_ROPE_DEFAULT:
-        for (int j = 0; j < dim / 2; j++) {
-            float p = pos_freq(cfg->rope_theta, j, dim);
-            inv_freq[j] = 1.0f / p;
-            if (cfg->rope.type == ORIN_ROPE_LINEAR)
-                inv_freq[j] = inv_freq[j] / (float)cfg->rope.factor;
-        }
-        return;
+    } else {
+        plain_inv_freq(cfg, dim, inv_freq);
     }
+    /* extreme keys (a factor near float32's smallest, a theta near its
+     * largest) can leave float32's range where transformers would compute
+     * inf or NaN too */
+    for (int j = 0; j < dim / 2; j++)
+        if (!(inv_freq[j] >= 0.0f) || !isfinite(inv_freq[j]))
+            return orin_error_set("RoPE frequency %d of %d is %g for rope_theta %g, factor %g: "
+                                  "out of float32's range", j, dim / 2, (double)inv_freq[j],
+                                  cfg->rope_theta, cfg->rope.factor);
+    return 0;
 }
