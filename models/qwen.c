@@ -27,6 +27,8 @@
 #include "model.h"
 #include "qwen_internal.h"
 
+#include "orin/rope.h"
+
 /* ---- device memory ---------------------------------------------------------- */
 
 static void *model_alloc(orin_model *m, size_t bytes, const char *what)

@@ -8,6 +8,7 @@
 #include "orin/cpu_util.h"
 #include "orin/error.h"
 #include "orin/op_check.h"
+#include "orin/rope.h"
 
 #include <cblas.h>
 #include <limits.h>
@@ -98,16 +99,13 @@ int cpu_rmsnorm(const orin_exec *ex, const orin_rmsnorm_args *a, orin_dtype dt)
 /* ---- rope ---- */
 
 /* inv_freq[j] = 1 / theta^(2j / hd), computed as Hugging Face does it in float32
- * (torch.arange(0, hd, 2).float() / hd, then base ** that, then 1 / that), so that
- * the angle pos * inv_freq, also a float32 product as in transformers, is the same
- * float: at position 1000 an angle off by one ulp moves cos by ~1e-4. */
+ * (orin_rope_power, then 1 / that), so that the angle pos * inv_freq, also a
+ * float32 product as in transformers, is the same float: at position 1000 an
+ * angle off by one ulp moves cos by ~1e-4. */
 static void rope_inv_freq(float *inv_freq, int64_t half, int64_t hd, float theta)
 {
-    for (int64_t j = 0; j < half; j++) {
-        float exponent = (float)(2 * j) / (float)hd;
-        float power = (float)pow((double)theta, (double)exponent);
-        inv_freq[j] = 1.0f / power;
-    }
+    for (int64_t j = 0; j < half; j++)
+        inv_freq[j] = 1.0f / orin_rope_power(theta, (int)j, (int)hd);
 }
 
 /* cpu.h: x1' = x1 cos - x2 sin, x2' = x2 cos + x1 sin. */

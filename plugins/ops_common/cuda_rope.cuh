@@ -7,6 +7,7 @@
 
 #include "orin/cuda_util.cuh"
 #include "orin/ops.h"
+#include "orin/rope.h"
 
 #include <math.h>
 
@@ -22,9 +23,9 @@ typedef struct rope_table {
     float factor;
 } rope_table;
 
-// cpu.c's rope_inv_freq, on the host: f32 exponent, pow in double rounded to
-// f32, then the f32 reciprocal; or the call's scaling (orin_rope_scaling),
-// whose table must cover every pair: false where it cannot.
+// cpu.c's rope_inv_freq, on the host: 1 over orin_rope_power (orin/rope.h),
+// in f32; or the call's scaling (orin_rope_scaling), whose table must cover
+// every pair: false where it cannot.
 static inline bool rope_table_fill(rope_table *t, int half, int hd, float theta,
                                    const orin_rope_scaling *scaling)
 {
@@ -37,11 +38,8 @@ static inline bool rope_table_fill(rope_table *t, int half, int hd, float theta,
         t->factor = scaling->attention_factor;
         return true;
     }
-    for (int j = 0; j < half && j < ROPE_TABLE; j++) {
-        float exponent = (float)(2 * j) / (float)hd;
-        float power = (float)pow((double)theta, (double)exponent);
-        t->inv_freq[j] = 1.0f / power;
-    }
+    for (int j = 0; j < half && j < ROPE_TABLE; j++)
+        t->inv_freq[j] = 1.0f / orin_rope_power(theta, j, hd);
     return true;
 }
 

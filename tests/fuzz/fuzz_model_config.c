@@ -6,6 +6,7 @@
 
 #include "orin/error.h"
 #include "orin/model_config.h"
+#include "orin/rope.h"
 
 #include <math.h>
 

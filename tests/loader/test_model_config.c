@@ -8,6 +8,7 @@
 
 #include "orin/error.h"
 #include "orin/model_config.h"
+#include "orin/rope.h"
 #include "rope_scaling_ref.h"
 #include "test_util.h"
 

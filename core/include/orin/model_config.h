@@ -62,8 +62,8 @@ typedef enum orin_rope_type {
 
 /* The scaling's keys, as transformers 5.23 reads them (modeling_rope_utils:
  * _compute_linear_scaling_rope_parameters, _compute_yarn_parameters), absent
- * ones at their defaults. orin_rope_scaling_inv_freq turns them into the
- * frequencies the rope ops take. */
+ * ones at their defaults. orin_rope_scaling_inv_freq (orin/rope.h) turns them
+ * into the frequencies the rope ops take. */
 typedef struct orin_rope_config {
     orin_rope_type type;
     double factor;                /* linear, yarn; yarn's null: max_pos / original */
@@ -114,14 +114,6 @@ int orin_model_config_parse(const char *json, size_t len, const char *name, orin
 /* Reads and parses model_dir/config.json. */
 int orin_model_config_load(const char *model_dir, orin_model_config *out);
 
-/* RoPE's inverse frequencies inv_freq [head_dim / 2] and the factor that
- * multiplies cos and sin, for cfg's rope type, in float32 as transformers
- * computes them (so that the angles pos * inv_freq are its floats): the
- * default theta^(-2j/hd); linear that over factor; yarn the blend of the
- * two by its ramp over [low, high]. Returns 0, or -1 with orin_error_set()
- * where a frequency leaves float32's range (keys at its extremes). */
-int orin_rope_scaling_inv_freq(const orin_model_config *cfg, float *inv_freq,
-                               float *attention_factor);
 
 /* Whether the linear layer `module` ("model.layers.0.self_attn.q_proj") is
  * stored quantized in the folder: AWQ and not in modules_to_not_convert. */

@@ -98,7 +98,7 @@ typedef struct orin_rmsnorm_args {
 
 /* RoPE's frequencies where config.json's rope_scaling changes them (linear,
  * yarn): inv_freq [hd/2] f32 in host memory, as transformers computes them
- * (orin_rope_scaling_inv_freq, orin/model_config.h), and attention_factor,
+ * (orin_rope_scaling_inv_freq, orin/rope.h), and attention_factor,
  * which multiplies cos and sin (yarn's; 1 for linear). inv_freq NULL (a zeroed
  * struct): theta^(-2j/hd), and no factor. The caller keeps the table alive as
  * long as the call may run (a captured graph: the model's life). */

@@ -1,23 +1,23 @@
-/* RoPE's inverse frequencies for config.json's rope type (orin/model_config.h:
- * orin_rope_scaling_inv_freq), in float32 step by step as transformers 5.23's
+/* RoPE's frequencies (orin/rope.h): the plain power every rope op uses, and
+ * the inverse frequencies for config.json's rope type, in float32 step by step
+ * as transformers 5.23's
  * modeling_rope_utils computes them, so that the angles pos * inv_freq the
  * rope ops form are its floats (at position 1000 one ulp of angle moves cos by
  * ~1e-4). Each tensor operation there rounds to float32 once; each line here
  * is one such operation (C11 without extensions: no contraction into FMAs).
  * The ramp's bounds are Python floats there: doubles here. */
-#include "orin/model_config.h"
+#include "orin/rope.h"
 #include "orin/error.h"
+#include "orin/model_config.h"
 
 #include <math.h>
 
 #define PI 3.141592653589793 /* Python's math.pi */
 
-/* base ** (arange(0, dim, 2).float() / dim): the exponent in float32, the power
- * in double rounded to float32 (as ops_common's rope_inv_freq does). */
-static float pos_freq(double theta, int j, int dim)
+float orin_rope_power(float theta, int j, int hd)
 {
-    float exponent = (float)(2 * j) / (float)dim;
-    return (float)pow((double)(float)theta, (double)exponent);
+    float exponent = (float)(2 * j) / (float)hd;
+    return (float)pow((double)theta, (double)exponent);
 }
 
 /* find_correction_dim: the dimension whose wavelength turns num_rotations
@@ -42,7 +42,7 @@ static void yarn_inv_freq(const orin_model_config *cfg, int dim, float *inv_freq
         high += 0.001; /* transformers' guard against a zero-width ramp */
     const float span = (float)(high - low), factor = (float)r->factor;
     for (int j = 0; j < dim / 2; j++) {
-        float p = pos_freq(cfg->rope_theta, j, dim);
+        float p = orin_rope_power((float)cfg->rope_theta, j, dim);
         float extrapolation = 1.0f / p;
         float scaled = factor * p;
         float interpolation = 1.0f / scaled;
@@ -60,7 +60,7 @@ static void yarn_inv_freq(const orin_model_config *cfg, int dim, float *inv_freq
 static void plain_inv_freq(const orin_model_config *cfg, int dim, float *inv_freq)
 {
     for (int j = 0; j < dim / 2; j++) {
-        float p = pos_freq(cfg->rope_theta, j, dim);
+        float p = orin_rope_power((float)cfg->rope_theta, j, dim);
         inv_freq[j] = 1.0f / p;
         if (cfg->rope.type == ORIN_ROPE_LINEAR)
             inv_freq[j] = inv_freq[j] / (float)cfg->rope.factor;
