@@ -15,9 +15,13 @@
    Qwen2.5's model cards give), and their float64 references as
    gen_tiny_models.py makes them (its float64_math takes a scaled model's own
    float32 frequencies, upcast, and its attention_scaling).
+3. tests/data/models/qwen3vl-tiny-yarn: qwen3vl-tiny with yarn beside its
+   mrope keys (as Qwen3-VL's model cards give it for long inputs) and
+   gen_vl_models.py's references (images, two images, text, greedy).
 
-Needs what gen_tiny_models.py needs (torch, transformers 5.23.0); offline.
-Run gen_tiny_models.py first: this copies its folders.
+Needs what gen_tiny_models.py and gen_vl_models.py need (torch, transformers
+5.23.0, torchvision, pillow); offline. Run those two first: this copies their
+folders.
 """
 import copy
 import json
@@ -177,6 +181,45 @@ def try_tiny(models, name, src, edit, texts):
     return tiny.acceptable(figures)
 
 
+def make_vl_yarn(models, vision):
+    """qwen3vl-tiny with yarn beside its mrope keys (as Qwen3-VL's model cards
+    give it for long inputs) and gen_vl_models.py's references for it (its
+    float64_math() likewise keeps the scaled float32 frequencies). The test
+    images' pixel values are written again where they are: they must come out
+    the same bytes (git shows it)."""
+    import gen_vl_models as vl
+    src, dst = os.path.join(models, "qwen3vl-tiny"), os.path.join(models, "qwen3vl-tiny-yarn")
+    if os.path.isdir(dst):
+        shutil.rmtree(dst)
+    os.makedirs(dst)
+    for f in sorted(os.listdir(os.path.join(src))):
+        path = os.path.join(src, f)
+        if os.path.isfile(path) and f != "config.json" and not f.startswith("ref_"):
+            shutil.copy(path, os.path.join(dst, f))
+    with open(os.path.join(src, "config.json"), encoding="utf-8") as f:
+        cfg = json.load(f)
+    cfg["text_config"]["rope_parameters"].update(
+        {"rope_type": "yarn", "factor": 3.0, "original_max_position_embeddings": 512})
+    tiny.write_json(os.path.join(dst, "config.json"), cfg)
+    processor = vl.AutoProcessor.from_pretrained(dst)
+    images = vl.make_images()
+    pixel_files = vl.write_pixel_values(vision, images, processor)
+    refs, _, figures = vl.references(dst, processor, images, pixel_files)
+    for key, ref in refs.items():
+        fname = "ref_vl_generate.json" if key == "generate" else f"ref_{key}.json"
+        tiny.write_json(os.path.join(dst, fname), ref, indent=None)
+    moved = 0.0
+    for key in vl.CASES:
+        with open(os.path.join(src, f"ref_{key}.json"), encoding="utf-8") as f:
+            plain = json.load(f)["logprobs"]
+        moved = max(moved, max(abs(a - b) for a, b in zip(refs[key]["logprobs"], plain)))
+    print(f"qwen3vl-tiny-yarn: max |lp - lp of qwen3vl-tiny| {moved:.3g}; max |lp32 - lp64| "
+          f"{figures['f32_vs_64']:.3g}; min top-2 gap {figures['min_gap']:.3g}; margin "
+          f"{figures['margin32']:.3g}; greedy32 same {figures['greedy32_same']}")
+    if not vl.acceptable(figures):
+        sys.exit("qwen3vl-tiny-yarn: the references fail gen_vl_models' checks")
+
+
 def main():
     torch.set_num_threads(1)
     print(f"transformers {tiny.transformers.__version__}, torch {torch.__version__}")
@@ -188,6 +231,7 @@ def main():
             texts[key] = f.read()
     for name, (src, edit) in TINY.items():
         make_tiny(models, name, src, edit, texts)
+    make_vl_yarn(models, os.path.join(ROOT, "tests/data/vision"))
     return 0
 
 

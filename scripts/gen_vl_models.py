@@ -477,6 +477,10 @@ def float64_math():
         base = cfg.rope_parameters["rope_theta"]
         dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
         inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+        if self.rope_type != "default":
+            # scaled (gen_rope_scaling_refs.py): the module's own float32
+            # frequencies are the definition; only the angles go float64
+            inv_freq = self.inv_freq.to(torch.float64)
         position_ids = position_ids.expand(3, -1, -1)
         freqs = position_ids[..., None].to(torch.float64) * inv_freq
         cos = freqs.cos() * self.attention_scaling

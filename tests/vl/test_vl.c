@@ -19,6 +19,7 @@
 #include "orin/chat_template.h"
 #include "orin/error.h"
 #include "orin/model_config.h"
+#include "orin/rope.h"
 #include "orin/tokenizer.h"
 #include "orin/vl_prompt.h"
 #include "test_util.h"
@@ -173,6 +174,15 @@ static void test_config_defaults(void)
     /* Qwen2-VL's published rope type "mrope" means default. */
     const char *const mrope[] = {"text_config.rope_parameters.rope_type", "\"mrope\"", NULL};
     CHECK(parse_edited("qwen3vl-tiny", &c, mrope) == 0, "%s", orin_error());
+    CHECK(c.rope.type == ORIN_ROPE_DEFAULT);
+    /* yarn beside the mrope keys, as Qwen3-VL's model cards give it for 1M tokens */
+    const char *const yarn[] = {"text_config.rope_parameters.rope_type", "\"yarn\"",
+                                "text_config.rope_parameters.factor", "3.0",
+                                "text_config.rope_parameters.original_max_position_embeddings",
+                                "512", NULL};
+    CHECK(parse_edited("qwen3vl-tiny", &c, yarn) == 0, "%s", orin_error());
+    CHECK(c.rope.type == ORIN_ROPE_YARN && c.rope.factor == 3.0 && c.rope.original_max_pos == 512 &&
+          c.vl.mrope_interleaved);
 }
 
 /* Each edit breaks one key; the error is one line holding both fragments. */
@@ -186,8 +196,10 @@ static void test_config_errors(void)
         {"qwen3vl-tiny", "text_config.hidden_size", NULL, "text_config: missing", "hidden_size"},
         {"qwen3vl-tiny", "text_config.num_key_value_heads", "3", "text_config", "num_key_value_heads"},
         {"qwen3vl-tiny", "text_config.rms_norm_eps", "-1", "text_config: rms_norm_eps", "positive"},
-        {"qwen3vl-tiny", "text_config.rope_parameters.rope_type", "\"yarn\"", "text_config",
+        {"qwen3vl-tiny", "text_config.rope_parameters.rope_type", "\"dynamic\"", "text_config",
          "rope_parameters.rope_type"},
+        {"qwen3vl-tiny", "text_config.rope_parameters.rope_type", "\"yarn\"", "text_config",
+         "missing field 'rope_parameters.factor'"},
         {"qwen3vl-tiny", "text_config.rope_parameters.mrope_section", "[6, 5, 4]",
          "text_config: rope_parameters.mrope_section = [6, 5, 4]", "head_dim / 2 = 16"},
         {"qwen3vl-tiny", "text_config.rope_parameters.mrope_section", "[8, 8]",
@@ -527,8 +539,8 @@ static void check_axes(const orin_mrope *m, const int32_t *h, size_t nh, const i
 
 static void test_axes(void)
 {
-    const orin_mrope published = {128, 5e6, {24, 20, 20}}, tiny = {32, 5e6, {6, 5, 5}},
-                     tied = {16, 1e4, {4, 2, 2}};
+    const orin_mrope published = {.head_dim = 128, .theta = 5e6, .section = {24, 20, 20}}, tiny = {.head_dim = 32, .theta = 5e6, .section = {6, 5, 5}},
+                     tied = {.head_dim = 16, .theta = 1e4, .section = {4, 2, 2}};
     int32_t h[20], w[20];
     for (int k = 0; k < 20; k++)
         h[k] = 3 * k + 1, w[k] = 3 * k + 2; /* h 1, 4, ..., 58; w 2, 5, ..., 59 */
@@ -590,7 +602,7 @@ static void test_tables_refs(void)
 /* Rows far apart, so that a frequency reading the wrong row shows. */
 static void test_tables_spread(void)
 {
-    const orin_mrope m = {32, 5e6, {6, 5, 5}};
+    const orin_mrope m = {.head_dim = 32, .theta = 5e6, .section = {6, 5, 5}};
     enum { N = 8 };
     int32_t pos[3 * N];
     for (int i = 0; i < N; i++) {
@@ -600,17 +612,17 @@ static void test_tables_spread(void)
     }
     check_tables(&m, pos, N, "spread rows");
     /* The t row of the last frequency of [24, 20, 20] at d = 128 (j = 60..63). */
-    const orin_mrope pub = {128, 1e6, {24, 20, 20}};
+    const orin_mrope pub = {.head_dim = 128, .theta = 1e6, .section = {24, 20, 20}};
     check_tables(&pub, pos, N, "published sections");
     /* h and w sections of different lengths (h up to j = 19, w up to 11). */
-    const orin_mrope uneven = {32, 1e4, {5, 7, 4}};
+    const orin_mrope uneven = {.head_dim = 32, .theta = 1e4, .section = {5, 7, 4}};
     check_tables(&uneven, pos, N, "uneven sections");
 }
 
 /* Text only: all rows equal, and the table is 1-D RoPE's cos(i * f_j). */
 static void test_tables_1d(void)
 {
-    const orin_mrope m = {16, 1e4, {4, 2, 2}};
+    const orin_mrope m = {.head_dim = 16, .theta = 1e4, .section = {4, 2, 2}};
     enum { N = 50 };
     int32_t pos[3 * N];
     for (int i = 0; i < N; i++)
@@ -626,11 +638,59 @@ static void test_tables_1d(void)
     }
     CHECK(bad == 0, "%d entries differ from 1-D RoPE", bad);
 
-    const orin_mrope odd = {15, 1e4, {4, 2, 2}}, sum = {16, 1e4, {4, 2, 1}},
-                     theta = {16, 0, {4, 2, 2}};
+    const orin_mrope odd = {.head_dim = 15, .theta = 1e4, .section = {4, 2, 2}}, sum = {.head_dim = 16, .theta = 1e4, .section = {4, 2, 1}},
+                     theta = {.head_dim = 16, .theta = 0, .section = {4, 2, 2}};
     CHECK(orin_mrope_tables(&odd, pos, 1, c, s) == -1 && strstr(orin_error(), "head_dim = 15"));
     CHECK(orin_mrope_tables(&sum, pos, 1, c, s) == -1 && strstr(orin_error(), "[4, 2, 1]"));
     CHECK(orin_mrope_tables(&theta, pos, 1, c, s) == -1 && strstr(orin_error(), "rope_theta"));
+}
+
+/* yarn beside the mrope keys: the tables rotate by the scaled frequencies of
+ * the config (orin_rope_scaling_inv_freq, checked against transformers in
+ * loader.model_config) and multiply cos and sin by its factor; with all rows
+ * equal they are the rope op's cos and sin, to the rounding of the angle
+ * (double here, float32 there). */
+static void test_tables_scaled(void)
+{
+    orin_model_config cfg;
+    const char *const yarn[] = {"text_config.rope_parameters.rope_type", "\"yarn\"",
+                                "text_config.rope_parameters.factor", "3.0",
+                                "text_config.rope_parameters.original_max_position_embeddings",
+                                "512", NULL};
+    if (parse_edited("qwen3vl-tiny", &cfg, yarn) != 0) {
+        CHECK(0, "%s", orin_error());
+        return;
+    }
+    enum { N = 8, HALF_MAX = 64 };
+    const int half = cfg.head_dim / 2;
+    float inv[HALF_MAX], factor;
+    CHECK(half <= HALF_MAX && orin_rope_scaling_inv_freq(&cfg, inv, &factor) == 0, "%s",
+          orin_error());
+    CHECK(factor > 1.05f && factor < 1.2f, "yarn's factor for 3: %g", factor);
+    orin_mrope m = orin_mrope_from_config(&cfg);
+    m.inv_freq = inv;
+    m.attention_factor = factor;
+    int32_t pos[3 * N];
+    for (int i = 0; i < N; i++) {
+        pos[i] = 7 * i;
+        pos[N + i] = 1000 + 13 * i;
+        pos[2 * N + i] = 30000 + 29 * i;
+    }
+    float c[N * HALF_MAX], s[N * HALF_MAX];
+    CHECK(orin_mrope_tables(&m, pos, N, c, s) == 0, "%s", orin_error());
+    double worst = 0;
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < half; j++) {
+            double angle = pos[orin_mrope_axis(&m, j) * N + i] * (double)inv[j];
+            worst = fmax(worst, fabs(c[i * half + j] - cos(angle) * factor));
+            worst = fmax(worst, fabs(s[i * half + j] - sin(angle) * factor));
+        }
+    CHECK(worst <= 1.5e-7, "scaled tables: largest difference %g", worst);
+    /* unscaled, the same positions give other numbers: the table is used */
+    orin_mrope plain = orin_mrope_from_config(&cfg);
+    float c0[N * HALF_MAX], s0[N * HALF_MAX];
+    CHECK(orin_mrope_tables(&plain, pos, N, c0, s0) == 0);
+    CHECK(memcmp(c, c0, sizeof(float) * N * half) != 0, "the scaled table changed nothing");
 }
 
 static void test_tables(void)
@@ -639,6 +699,7 @@ static void test_tables(void)
     test_tables_refs();
     test_tables_spread();
     test_tables_1d();
+    test_tables_scaled();
 }
 
 int main(int argc, char **argv)

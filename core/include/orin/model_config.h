@@ -106,7 +106,7 @@ typedef struct orin_model_config {
  * "text_config" then the key), its tie_word_embeddings, dtype and
  * quantization_config from the top level, as transformers reads them.
  * Unsupported architectures, rope types (rope_scaling / rope_parameters.rope_type
- * other than default, linear and yarn; Qwen3-VL: default or mrope only),
+ * other than default, linear and yarn; Qwen3-VL's mrope means default),
  * quantization methods other than AWQ int4 GEMM with a zero point, and missing or
  * out-of-range fields are errors naming the field.
  * Returns 0 or -1 with orin_error_set(). */

@@ -64,6 +64,11 @@ typedef struct orin_mrope {
     int32_t head_dim;
     double theta;
     int32_t section[3]; /* t, h, w; sums to head_dim / 2 */
+    /* rope_scaling yarn or linear (orin_rope_scaling_inv_freq): the scaled
+     * frequencies [head_dim / 2] instead of theta's, and the factor cos and
+     * sin are multiplied by; NULL: theta's, no factor */
+    const float *inv_freq;
+    float attention_factor;
 } orin_mrope;
 
 /* The text model's M-RoPE from a parsed Qwen3-VL config. */
@@ -78,7 +83,9 @@ static inline orin_mrope orin_mrope_from_config(const orin_model_config *c)
 int orin_mrope_axis(const orin_mrope *m, int32_t j);
 
 /* cos and sin [n][head_dim/2] of the angles pos[axis(j)][i] * inv_freq[j],
- * pos as orin_vl_rope_index writes it; computed in double and rounded once.
+ * pos as orin_vl_rope_index writes it; computed in double and rounded once
+ * (scaled: then times attention_factor in float32, as transformers scales
+ * its float32 cos and sin).
  * The full head_dim table of rotate-half RoPE is [cos, cos] (and [sin, sin]).
  * With equal rows this is ordinary 1-D RoPE. Returns 0, or -1 with
  * orin_error_set() for an odd head_dim, a bad theta or sections that do

@@ -289,26 +289,20 @@ static int parse_yarn(const cJSON *root, const cJSON *dict, const char *dict_key
     return 0;
 }
 
-/* rope_type (or type) `t`: default, linear, yarn; a Qwen3-VL folder's default
- * or mrope only. */
+/* rope_type (or type) `t`: default, linear, yarn; a Qwen3-VL folder's "mrope"
+ * (Qwen2-VL's published name) means default. */
 static int rope_type(const cJSON *t, const char *key, const char *name, orin_model_config *cfg)
 {
     if (!cJSON_IsString(t))
         return bad_value(name, key, t, "not a string");
     const char *s = t->valuestring;
-    if (cfg->vl.is_vl) {
-        if (strcmp(s, "default") != 0 && strcmp(s, "mrope") != 0)
-            return orin_error_set("%s: %s: unsupported rope type '%s' (Qwen3-VL: 'default' "
-                                  "or 'mrope')", name, key, s);
-        return 0;
-    }
     if (!strcmp(s, "linear"))
         cfg->rope.type = ORIN_ROPE_LINEAR;
     else if (!strcmp(s, "yarn"))
         cfg->rope.type = ORIN_ROPE_YARN;
-    else if (strcmp(s, "default") != 0)
-        return orin_error_set("%s: %s: unsupported rope type '%s' (default, linear, yarn)", name,
-                              key, s);
+    else if (strcmp(s, "default") != 0 && !(cfg->vl.is_vl && !strcmp(s, "mrope")))
+        return orin_error_set("%s: %s: unsupported rope type '%s' (default, linear, yarn%s)",
+                              name, key, s, cfg->vl.is_vl ? ", mrope" : "");
     return 0;
 }
 
@@ -328,10 +322,10 @@ static int parse_linear(const cJSON *dict, const char *dict_key, const char *nam
     return 0;
 }
 
-/* Plain RoPE, or scaled (rope type linear or yarn); for Qwen3-VL the plain
- * rotation with positions from three rows (M-RoPE), whose dict may say
+/* Plain RoPE, or scaled (rope type linear or yarn); for Qwen3-VL the same
+ * rotations with positions from three rows (M-RoPE), whose dict may say
  * rope_type "default" or, as Qwen2-VL's published files do, "mrope"
- * (transformers reads both as default). */
+ * (transformers reads both as default), or a scaled type beside the mrope keys. */
 static int parse_rope(const cJSON *root, const char *name, double default_theta,
                       orin_model_config *cfg)
 {

@@ -171,14 +171,17 @@ int orin_mrope_tables(const orin_mrope *m, const int32_t *pos, size_t n, float *
         (int64_t)m->section[0] + m->section[1] + m->section[2] != half)
         return orin_error_set("M-RoPE: mrope_section [%d, %d, %d] does not sum to head_dim / 2 = "
                               "%d", m->section[0], m->section[1], m->section[2], half);
+    const float factor = m->inv_freq ? m->attention_factor : 1.0f; /* times 1: exact */
     for (int32_t j = 0; j < half; j++) {
-        /* As transformers: inv_freq = 1 / theta^(2j/d), the angle one product. */
-        double inv_freq = 1.0 / pow(m->theta, (double)(2 * j) / m->head_dim);
+        /* As transformers: inv_freq = 1 / theta^(2j/d) (or the scaled table's),
+         * the angle one product. */
+        double inv_freq = m->inv_freq ? (double)m->inv_freq[j]
+                                      : 1.0 / pow(m->theta, (double)(2 * j) / m->head_dim);
         const int32_t *row = pos + (size_t)orin_mrope_axis(m, j) * n;
         for (size_t i = 0; i < n; i++) {
             double angle = (double)row[i] * inv_freq;
-            cos_out[i * half + j] = (float)cos(angle);
-            sin_out[i * half + j] = (float)sin(angle);
+            cos_out[i * half + j] = (float)cos(angle) * factor;
+            sin_out[i * half + j] = (float)sin(angle) * factor;
         }
     }
     return 0;
