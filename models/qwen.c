@@ -841,8 +841,7 @@ static int vl_tables(orin_model *m, const int32_t *ids, int32_t n, int32_t start
         return orin_error_set("M-RoPE positions: out of memory");
     const int32_t base = start_pos == 0 ? 0 : start_pos + m->rope_delta;
     orin_mrope mr = orin_mrope_from_config(&m->cfg);
-    mr.inv_freq = m->rope_scaling.inv_freq; /* yarn, linear: the rope ops' table */
-    mr.attention_factor = m->rope_scaling.attention_factor;
+    mr.scaling = m->rope_scaling; /* yarn, linear: the rope ops' table */
     int32_t seg_delta = 0;
     int rc = orin_vl_rope_index(&m->cfg.vl, ids, (size_t)n, grids, (size_t)n_images, pos,
                                 &seg_delta);

@@ -95,9 +95,10 @@ TINY_SCALINGS = [(4.0, 512), (2.0, 1024), (3.0, 512), (8.0, 256), (2.0, 512)]
 
 
 def edited(base, edit):
+    """base with edit's top-level keys set; None removes the key."""
     cfg = copy.deepcopy(base)
     for k, v in edit.items():
-        if v is None and k == "rope_theta":
+        if v is None:
             cfg.pop(k, None)
         else:
             cfg[k] = v

@@ -443,3 +443,10 @@ void ops_norm_fixture_free(ops_norm_fixture *f)
     ops_buf_free(&f->x_out);
     ops_buf_free(&f->h);
 }
+
+orin_rope_scaling ops_rope_scaled_table(float *inv, int64_t hd, double theta)
+{
+    for (int64_t j = 0; j < hd / 2; j++)
+        inv[j] = (float)pow(theta, -2.0 * (double)j / (double)hd) / (1.0f + (float)(j % 7) / 2);
+    return (orin_rope_scaling){.inv_freq = inv, .attention_factor = 1.1386294f};
+}

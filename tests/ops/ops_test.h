@@ -121,6 +121,11 @@ void ops_norm_fixture_check(ops_norm_fixture *f, ops_buf *x, const char *what);
 void ops_norm_fixture_free(ops_norm_fixture *f);
 
 /* Runs impl->run and CHECKs that it fails with a message containing `needle`. */
+/* A scaled rope's table (orin_rope_scaling) for the op tests: theta's
+ * frequencies bent by up to 4x, so that no formula of theta gives them, into
+ * inv [hd / 2], and yarn's cos/sin factor for a factor of 4. */
+orin_rope_scaling ops_rope_scaled_table(float *inv, int64_t hd, double theta);
+
 void ops_expect_error(const char *what, const orin_op_impl *impl, const orin_exec *ex,
                       const void *args, const char *needle);
 

@@ -367,9 +367,7 @@ static void rope_scaled_case(orin_dtype dt, int64_t n, int64_t heads, int64_t hd
                              bool bad_pos)
 {
     float inv[1024];
-    for (int64_t j = 0; j < hd / 2; j++) /* theta 1e4's frequencies, bent by up to 4x */
-        inv[j] = (float)pow(10000.0, -2.0 * (double)j / (double)hd) / (1.0f + (float)(j % 7) / 2);
-    const orin_rope_scaling sc = {.inv_freq = inv, .attention_factor = 1.1386294f};
+    const orin_rope_scaling sc = ops_rope_scaled_table(inv, hd, 10000.0);
     rope_case_scaled(dt, n, heads, hd, 10000.0f, pos0, bad_pos, &sc);
 }
 

@@ -510,9 +510,7 @@ static void rope_cache_scaled_case(orin_dtype dt, int64_t n, int64_t heads, int6
                                    int64_t hd, int32_t pos0, int32_t rope_shift)
 {
     float inv[256];
-    for (int64_t j = 0; j < hd / 2; j++) /* theta 1e6's frequencies, bent by up to 4x */
-        inv[j] = (float)pow(1e6, -2.0 * (double)j / (double)hd) / (1.0f + (float)(j % 7) / 2);
-    const orin_rope_scaling sc = {.inv_freq = inv, .attention_factor = 1.1386294f};
+    const orin_rope_scaling sc = ops_rope_scaled_table(inv, hd, 1e6);
     rope_cache_case_scaled(dt, n, heads, kv_heads, hd, true, pos0, rope_shift, &sc);
 }
 

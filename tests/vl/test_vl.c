@@ -668,8 +668,7 @@ static void test_tables_scaled(void)
           orin_error());
     CHECK(factor > 1.05f && factor < 1.2f, "yarn's factor for 3: %g", factor);
     orin_mrope m = orin_mrope_from_config(&cfg);
-    m.inv_freq = inv;
-    m.attention_factor = factor;
+    m.scaling = (orin_rope_scaling){.inv_freq = inv, .attention_factor = factor};
     int32_t pos[3 * N];
     for (int i = 0; i < N; i++) {
         pos[i] = 7 * i;

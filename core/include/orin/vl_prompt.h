@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "orin/model_config.h"
+#include "orin/ops.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -64,11 +65,9 @@ typedef struct orin_mrope {
     int32_t head_dim;
     double theta;
     int32_t section[3]; /* t, h, w; sums to head_dim / 2 */
-    /* rope_scaling yarn or linear (orin_rope_scaling_inv_freq): the scaled
-     * frequencies [head_dim / 2] instead of theta's, and the factor cos and
-     * sin are multiplied by; NULL: theta's, no factor */
-    const float *inv_freq;
-    float attention_factor;
+    /* rope_scaling yarn or linear: the rope ops' scaled frequencies and
+     * factor (orin/ops.h), used instead of theta's; zeroed: theta's */
+    orin_rope_scaling scaling;
 } orin_mrope;
 
 /* The text model's M-RoPE from a parsed Qwen3-VL config. */
@@ -84,7 +83,7 @@ int orin_mrope_axis(const orin_mrope *m, int32_t j);
 
 /* cos and sin [n][head_dim/2] of the angles pos[axis(j)][i] * inv_freq[j],
  * pos as orin_vl_rope_index writes it; computed in double and rounded once
- * (scaled: then times attention_factor in float32, as transformers scales
+ * (scaled: then times scaling.attention_factor in float32, as transformers scales
  * its float32 cos and sin).
  * The full head_dim table of rotate-half RoPE is [cos, cos] (and [sin, sin]).
  * With equal rows this is ordinary 1-D RoPE. Returns 0, or -1 with

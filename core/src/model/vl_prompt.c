@@ -171,12 +171,13 @@ int orin_mrope_tables(const orin_mrope *m, const int32_t *pos, size_t n, float *
         (int64_t)m->section[0] + m->section[1] + m->section[2] != half)
         return orin_error_set("M-RoPE: mrope_section [%d, %d, %d] does not sum to head_dim / 2 = "
                               "%d", m->section[0], m->section[1], m->section[2], half);
-    const float factor = m->inv_freq ? m->attention_factor : 1.0f; /* times 1: exact */
+    const float *scaled = m->scaling.inv_freq;
+    const float factor = scaled ? m->scaling.attention_factor : 1.0f; /* times 1: exact */
     for (int32_t j = 0; j < half; j++) {
         /* As transformers: inv_freq = 1 / theta^(2j/d) (or the scaled table's),
          * the angle one product. */
-        double inv_freq = m->inv_freq ? (double)m->inv_freq[j]
-                                      : 1.0 / pow(m->theta, (double)(2 * j) / m->head_dim);
+        double inv_freq = scaled ? (double)scaled[j]
+                                 : 1.0 / pow(m->theta, (double)(2 * j) / m->head_dim);
         const int32_t *row = pos + (size_t)orin_mrope_axis(m, j) * n;
         for (size_t i = 0; i < n; i++) {
             double angle = (double)row[i] * inv_freq;
